@@ -1,0 +1,55 @@
+"""One exception tree for everything a user can get wrong.
+
+    SilicaError
+    ├── InputError          bad user input: exit code 2, one line, with a fix
+    │   ├── UnknownNameError    a model, instance or chip id that is not in the catalog
+    │   └── DataFileError       a data or config file that does not parse or validate
+    └── InfeasibleError     a request the hardware cannot satisfy (also exit code 2)
+
+Interfaces catch `SilicaError` and print `str(err)`; anything else is a bug and may traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["DataFileError", "InfeasibleError", "InputError", "SilicaError", "UnknownNameError"]
+
+
+class SilicaError(Exception):
+    """Base of every error Silica raises on purpose."""
+
+    exit_code = 2
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem} To fix: {fix}" if fix else problem)
+
+
+class InputError(SilicaError):
+    """The user asked for something malformed: a value out of range, a contradiction."""
+
+
+class UnknownNameError(InputError):
+    """A name that is not known, with the nearest names as a suggestion."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], fix: str | None = None) -> None:
+        known = list(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"Did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+        super().__init__(
+            f"Unknown {kind} {name!r}.",
+            hint + (fix or f"run `silica catalog` or pass one of the {len(known)} known {kind}s."),
+        )
+        self.name = name
+        self.suggestions = close
+
+
+class DataFileError(InputError):
+    """A file (catalog, config.json, inventory, price file) that cannot be read or is invalid."""
+
+
+class InfeasibleError(SilicaError):
+    """The request is well formed but nothing can serve it (for example an SLO no chip meets)."""
