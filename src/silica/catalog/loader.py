@@ -1,0 +1,270 @@
+"""Read the bundled catalog CSVs (and a user's price file) into validated, immutable rows.
+
+The csv module keeps loading fast (no pandas at start-up) and lets every error name the file, the line
+and the field. Nothing is read at import time: the bundled catalog is read on first use and cached.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from silica.catalog.schema import Catalog, Chip, Instance, Price
+from silica.errors import DataFileError, InputError, UnknownNameError
+
+__all__ = ["DATA_DIR", "load_catalog", "read_rows"]
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+CHIPS_FILE = "chips.csv"
+INSTANCES_FILE = "instances.csv"
+PRICES_FILE = "prices.csv"
+
+M = TypeVar("M", bound=BaseModel)
+PriceKey = tuple[str, str, str]
+
+
+def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
+    """Every row of `path` validated into `model`, with the line it started on (for later errors)."""
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as err:
+        raise DataFileError(
+            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
+        ) from err
+    with handle:
+        reader = csv.DictReader(handle)
+        _check_header(path, reader.fieldnames, model)
+        rows: list[tuple[int, M]] = []
+        line = reader.line_num + 1
+        for raw in reader:
+            rows.append((line, _validate(path, line, raw, model)))
+            line = reader.line_num + 1
+    return rows
+
+
+def _check_header(path: Path, header: Iterable[str] | None, model: type[BaseModel]) -> None:
+    fields = model.model_fields
+    columns = [c.strip() for c in header or []]
+    unknown = [c for c in columns if c not in fields]
+    if unknown:
+        raise DataFileError(
+            f"{path}, line 1: unknown column {unknown[0]!r}.",
+            f"use only the {model.__name__} columns: {', '.join(fields)}.",
+        )
+    missing = [name for name, info in fields.items() if info.is_required() and name not in columns]
+    if missing:
+        raise DataFileError(
+            f"{path}, line 1: missing column {missing[0]!r}.",
+            f"add it to the header; the {model.__name__} columns are: {', '.join(fields)}.",
+        )
+
+
+def _validate(path: Path, line: int, raw: Mapping[str | None, Any], model: type[M]) -> M:
+    if None in raw:  # csv puts cells beyond the header under the key None
+        raise DataFileError(
+            f"{path}, line {line}: more cells than header columns.", "quote cells that contain commas."
+        )
+    values: dict[str, Any] = {}
+    for key, cell in raw.items():
+        text = (cell or "").strip() if isinstance(cell, str) or cell is None else cell
+        name = str(key).strip()
+        if text == "":
+            if not model.model_fields[name].is_required():
+                continue  # an empty optional cell takes the field's default ("" for notes)
+            values[name] = None  # unknown stays unknown: None, never a guess
+        else:
+            values[name] = text
+    try:
+        row = model.model_validate(values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "?"
+        got = values.get(field)
+        raise DataFileError(
+            f"{path}, line {line}, field {field!r}: {first['msg']} (got {got!r}).",
+            f"correct that cell; see silica/catalog/schema.py for what {model.__name__}.{field} holds.",
+        ) from None
+    for name, value in row:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataFileError(f"{path}, line {line}, field {name!r}: {value} is not a finite number.", None)
+    return row
+
+
+def _unique(path: Path, rows: list[tuple[int, M]], key: str) -> dict[str, tuple[int, M]]:
+    seen: dict[str, tuple[int, M]] = {}
+    for line, row in rows:
+        ident = getattr(row, key)
+        if ident in seen:
+            raise DataFileError(
+                f"{path}, line {line}: duplicate {key} {ident!r} (first on line {seen[ident][0]}).",
+                "keep one row per id.",
+            )
+        seen[ident] = (line, row)
+    return seen
+
+
+def _missing_ref(path: Path, line: int, kind: str, name: str, known: Iterable[str]) -> DataFileError:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    hint = f"Did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    return DataFileError(
+        f"{path}, line {line}: unknown {kind} {name!r}.", hint + f"use a {kind} id from the catalog."
+    )
+
+
+def _check_prices(path: Path, rows: list[tuple[int, Price]], instances: Mapping[str, Instance]) -> None:
+    seen: dict[PriceKey, int] = {}
+    for line, price in rows:
+        if price.instance not in instances:
+            raise _missing_ref(path, line, "instance", price.instance, instances)
+        key = (price.instance, price.region, price.option)
+        if key in seen:
+            raise DataFileError(
+                f"{path}, line {line}: a second {price.option} price for {price.instance} in {price.region} "
+                f"(first on line {seen[key]}).",
+                "keep one row per (instance, region, option).",
+            )
+        seen[key] = line
+
+
+@functools.lru_cache(maxsize=8)
+def _bundled(data_dir: Path) -> Catalog:
+    """The catalog as shipped; cached because every command and every estimate starts from it."""
+    chips_path, instances_path, prices_path = (
+        data_dir / n for n in (CHIPS_FILE, INSTANCES_FILE, PRICES_FILE)
+    )
+    chips = _unique(chips_path, read_rows(chips_path, Chip), "id")
+    instances = _unique(instances_path, read_rows(instances_path, Instance), "id")
+    for line, inst in instances.values():
+        if inst.chip not in chips:
+            raise _missing_ref(instances_path, line, "chip", inst.chip, chips)
+    prices = read_rows(prices_path, Price)
+    _check_prices(prices_path, prices, {k: v for k, (_, v) in instances.items()})
+    return Catalog(
+        chips={k: v for k, (_, v) in chips.items()},
+        instances={k: v for k, (_, v) in instances.items()},
+        prices=tuple(p for _, p in prices),
+    )
+
+
+def _user_prices(path: Path, instances: Mapping[str, Instance]) -> list[Price]:
+    """A user's price file: a CSV in the bundled schema, or a YAML map {instance: usd_per_hour}."""
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return _yaml_prices(path, instances)
+    rows = read_rows(path, Price)
+    _check_prices(path, rows, instances)
+    return [p for _, p in rows]
+
+
+def _yaml_prices(path: Path, instances: Mapping[str, Instance]) -> list[Price]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise DataFileError(
+            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
+        ) from err
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise DataFileError(
+            f"{path}{where}: not valid YAML.", "write one `instance: usd_per_hour` per line."
+        ) from None
+    if not isinstance(data, dict):
+        raise DataFileError(f"{path}: expected a map of instance: usd_per_hour.", "e.g. `p5.48xlarge: 40.0`.")
+    today = date.today().isoformat()
+    prices = []
+    for name, value in data.items():
+        ident = str(name)
+        if ident not in instances:
+            close = difflib.get_close_matches(ident, list(instances), n=3, cutoff=0.5)
+            hint = f"Did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+            raise DataFileError(
+                f"{path}: unknown instance {ident!r}.", hint + "use an instance id from the catalog."
+            )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise DataFileError(
+                f"{path}, instance {ident!r}: price {value!r} is not a positive number.", None
+            )
+        prices.append(
+            Price(
+                instance=ident,
+                region="user",
+                option="user",
+                usd_per_hour=float(value),
+                source=f"user prices file {path.name}",
+                as_of=today,
+            )
+        )
+    return prices
+
+
+def _override_prices(overrides: Mapping[str, float], instances: Mapping[str, Instance]) -> list[Price]:
+    today = date.today().isoformat()
+    prices = []
+    for ident, usd in overrides.items():
+        if ident not in instances:
+            raise UnknownNameError("instance", ident, instances)
+        if not math.isfinite(usd) or usd <= 0:
+            raise InputError(f"Price for {ident} must be a positive number of USD per hour, not {usd}.", None)
+        prices.append(
+            Price(
+                instance=ident,
+                region="user",
+                option="user",
+                usd_per_hour=float(usd),
+                source="user override",
+                as_of=today,
+            )
+        )
+    return prices
+
+
+def _merge(base: Iterable[Price], extra: Iterable[Price]) -> tuple[Price, ...]:
+    """Rows of `extra` replace rows of `base` with the same (instance, region, option); others are added."""
+    merged: dict[PriceKey, Price] = {(p.instance, p.region, p.option): p for p in base}
+    for p in extra:
+        merged[(p.instance, p.region, p.option)] = p
+    return tuple(merged.values())
+
+
+def load_catalog(
+    prices_path: Path | None = None,
+    overrides: Mapping[str, float] | None = None,
+    include_announced: bool = True,
+    data_dir: Path | None = None,
+) -> Catalog:
+    """The hardware catalog with every price the user supplied applied on top of the bundled ones.
+
+    `prices_path` rows replace bundled rows with the same (instance, region, option); `overrides`
+    ({instance: usd_per_hour}, from `--price INSTANCE=USD`) are stored as option "user". With
+    `include_announced=False`, chips that are only announced (and their instances) are left out.
+    `data_dir` points at another set of the three CSVs (tests use it).
+    """
+    catalog = _bundled((data_dir or DATA_DIR).resolve())
+    if include_announced and prices_path is None and not overrides:
+        return catalog
+    chips = catalog.chips
+    instances = catalog.instances
+    if not include_announced:
+        chips = {k: c for k, c in chips.items() if c.status != "announced"}
+        instances = {k: i for k, i in instances.items() if i.status != "announced" and i.chip in chips}
+    prices: Iterable[Price] = (p for p in catalog.prices if p.instance in instances)
+    if prices_path is not None:
+        prices = _merge(prices, _user_prices(Path(prices_path), instances))
+    if overrides:
+        prices = _merge(prices, _override_prices(overrides, instances))
+    return Catalog(chips=chips, instances=instances, prices=tuple(prices))

@@ -1,0 +1,171 @@
+"""Which price applies, user price overrides, and prices imported from an AWS Price List offer file.
+
+Prices go stale faster than anything else in the catalog, so a user can replace them three ways:
+`--price INSTANCE=USD`, a prices CSV (or YAML map), or a CSV written here from AWS's own offer file.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+from silica.catalog._offer import OfferSku, read_offer
+from silica.catalog.schema import Catalog, Price, PurchaseOption
+from silica.errors import DataFileError, InputError, UnknownNameError
+
+__all__ = ["import_offer_file", "parse_price_overrides", "price_for", "write_prices"]
+
+# With no option asked for: a user's own price first, then list price, then a Capacity Block rate.
+# Spot and reserved are commitments or risks the user must choose explicitly.
+DEFAULT_PREFERENCE: tuple[PurchaseOption, ...] = ("user", "on_demand", "capacity_block")
+HOURS_PER_YEAR = 8760  # AWS RI effective hourly = hourly + upfront / (8760 x years), as vantage does
+
+
+def price_for(
+    catalog: Catalog, instance_id: str, option: PurchaseOption | None = None, region: str | None = None
+) -> Price | None:
+    """The price that applies to `instance_id`, or None when nobody has published one.
+
+    Within one option the last row wins, so a user's row (added after the bundled ones) is chosen;
+    with no region given, rows keep the catalog's order (the bundled file lists us-east-1 first).
+    """
+    if instance_id not in catalog.instances:
+        raise UnknownNameError("instance", instance_id, catalog.instances)
+    rows = [p for p in catalog.prices if p.instance == instance_id and (region is None or p.region == region)]
+    for wanted in (option,) if option is not None else DEFAULT_PREFERENCE:
+        matches = [p for p in rows if p.option == wanted]
+        if matches:
+            return matches[-1] if wanted == "user" else matches[0]
+    return None
+
+
+def parse_price_overrides(
+    items: list[str], known: Catalog | Collection[str] | None = None
+) -> dict[str, float]:
+    """Parse `--price INSTANCE=USD` strings into {instance: usd_per_hour}, checking every part.
+
+    `known` (a catalog or its instance ids) defaults to the bundled catalog.
+    """
+    if known is None:
+        from silica.catalog.loader import load_catalog
+
+        known = load_catalog()
+    if isinstance(known, Catalog):
+        known = known.instances
+    fix = "write it as INSTANCE=USD_PER_HOUR, e.g. --price p5.48xlarge=40.5"
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise InputError(f"Bad price override {item!r}.", fix + ".")
+        try:
+            usd = float(value)
+        except ValueError:
+            raise InputError(f"Bad price override {item!r}: {value!r} is not a number.", fix + ".") from None
+        if not math.isfinite(usd) or usd <= 0:
+            raise InputError(
+                f"Bad price override {item!r}: the price must be a positive number of USD per hour.", fix
+            )
+        if name not in known:
+            raise UnknownNameError("instance", name, known)
+        out[name] = usd
+    return out
+
+
+def import_offer_file(path: Path, known: Collection[str] | None = None) -> list[Price]:
+    """Linux, shared-tenancy on-demand and 1-yr Standard No-Upfront reserved prices from an offer file.
+
+    Follows the filter recipe in catalog_notes.md section 3 (the one ec2instances.info uses) and keeps
+    only instance types in the catalog. The file is streamed, so a multi-GB region file is fine.
+    """
+    if known is None:
+        from silica.catalog.loader import load_catalog
+
+        known = load_catalog().instances
+    path = Path(path)
+    offer = read_offer(path, known)
+    as_of = offer.publication_date[:10]
+    source = f"AWS Price List offer file {path.name} (AmazonEC2 version {offer.version or '?'})"
+    prices: dict[tuple[str, str, str], Price] = {}
+    for sku in offer.skus:
+        for option, usd in _sku_prices(path, sku):
+            key = (sku.instance, sku.region, option)
+            if key in prices:
+                continue  # one rate per instance type and region, as the recipe says; first SKU wins
+            prices[key] = Price(
+                instance=sku.instance,
+                region=sku.region,
+                option=option,
+                usd_per_hour=usd,
+                source=f"{source}, SKU {sku.sku}",
+                as_of=as_of or sku.effective_date[:10],
+                notes=_NOTES[option],
+            )
+    return sorted(prices.values(), key=lambda p: (p.instance, p.region, p.option))
+
+
+_NOTES: dict[PurchaseOption, str] = {
+    "on_demand": "Linux, shared tenancy, BoxUsage on-demand rate.",
+    "reserved_1yr": "1-year Standard Reserved Instance, No Upfront, Linux: hourly rate + upfront / 8760. "
+    "Not a Savings Plan rate.",
+}
+
+
+def _sku_prices(path: Path, sku: OfferSku) -> Iterable[tuple[PurchaseOption, float]]:
+    for term in sku.on_demand:
+        dims = [d for d in term.get("priceDimensions", {}).values() if d.get("unit") == "Hrs"]
+        if len(dims) != 1:
+            raise DataFileError(
+                f"{path}: on-demand term of SKU {sku.sku} has {len(dims)} hourly price dimensions, expected 1.",
+                "check that this is an AmazonEC2 offer file; ec2instances.info treats this as an error too.",
+            )
+        usd = _usd(path, sku.sku, dims[0])
+        if usd > 0:  # zero rates are placeholders, as in the ec2instances.info scraper
+            yield "on_demand", usd
+            break
+    for term in sku.reserved:
+        attrs = term.get("termAttributes", {})
+        if (attrs.get("LeaseContractLength"), attrs.get("OfferingClass"), attrs.get("PurchaseOption")) != (
+            "1yr",
+            "standard",
+            "No Upfront",
+        ):
+            continue
+        hourly = upfront = 0.0
+        for dim in term.get("priceDimensions", {}).values():
+            if dim.get("unit") == "Hrs":
+                hourly += _usd(path, sku.sku, dim)
+            elif dim.get("unit") == "Quantity":
+                upfront += _usd(path, sku.sku, dim)
+        usd = hourly + upfront / (HOURS_PER_YEAR * 1)
+        if usd > 0:
+            yield "reserved_1yr", usd
+            break
+
+
+def _usd(path: Path, sku: str, dim: dict[str, object]) -> float:
+    per_unit = dim.get("pricePerUnit")
+    text = per_unit.get("USD") if isinstance(per_unit, dict) else None
+    try:
+        value = float(str(text))
+    except ValueError:
+        raise DataFileError(f"{path}: SKU {sku} has a price that is not a number: {text!r}.", None) from None
+    if not math.isfinite(value) or value < 0:
+        raise DataFileError(f"{path}: SKU {sku} has an invalid price {text!r}.", None)
+    return value
+
+
+def write_prices(prices: Iterable[Price], path: Path) -> None:
+    """Write prices as a CSV in the bundled schema, ready to pass back as `prices_path`."""
+    fields = list(Price.model_fields)
+    try:
+        with Path(path).open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+            writer.writeheader()
+            for price in prices:
+                writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})
+    except OSError as err:
+        raise DataFileError(f"Cannot write {path}: {err.strerror}.", "choose a writable --out path.") from err

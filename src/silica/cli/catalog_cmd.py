@@ -1,0 +1,182 @@
+"""`silica catalog`: list chips and instances with their prices, and import AWS Price List files.
+
+Only typer is imported at module level; the catalog and rich load inside the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from silica.cli._common import console, handle_errors, print_json
+
+if TYPE_CHECKING:
+    from silica.catalog.schema import Catalog, Chip, Instance
+
+__all__ = ["register"]
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _chips_matching(catalog: Catalog, family: str | None) -> list[Chip]:
+    from silica.errors import UnknownNameError
+
+    chips = list(catalog.chips.values())
+    if family is None:
+        return chips
+    wanted = family.lower()
+    chosen = [c for c in chips if c.family == wanted]
+    if not chosen:
+        raise UnknownNameError("family", family, sorted({c.family for c in chips}))
+    return chosen
+
+
+def _instances_matching(catalog: Catalog, family: str | None) -> list[Instance]:
+    from silica.errors import UnknownNameError
+
+    instances = list(catalog.instances.values())
+    if family is None:
+        return instances
+    wanted = family.lower()
+    chosen = [i for i in instances if catalog.chips[i.chip].family == wanted or i.id.startswith(wanted)]
+    if not chosen:
+        known = {c.family for c in catalog.chips.values()} | {i.id.split(".")[0] for i in instances}
+        raise UnknownNameError(
+            "family",
+            family,
+            sorted(known),
+            "pass a chip family (hopper, neuron-v2, ...) or an id prefix (p5, trn1).",
+        )
+    return chosen
+
+
+def register(app: typer.Typer) -> None:
+    catalog_app = typer.Typer(
+        name="catalog",
+        help="Chips, instances and prices Silica knows, with their sources.",
+        no_args_is_help=True,
+    )
+
+    @catalog_app.command("chips")
+    @handle_errors
+    def chips_cmd(
+        family: str | None = typer.Option(
+            None, "--family", help="Only this chip family (hopper, neuron-v3, ...)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print every field as JSON."),
+    ) -> None:
+        """List accelerator chips: dense peak compute, memory, links."""
+        from silica.catalog import load_catalog
+
+        chips = _chips_matching(load_catalog(), family)
+        if as_json:
+            print_json({"chips": chips})
+            return
+        from rich.table import Table
+
+        table = Table(title="Chips (dense TFLOP/s; memory GiB; bandwidth decimal TB/s and GB/s)")
+        for col in (
+            "chip",
+            "name",
+            "family",
+            "BF16",
+            "FP8",
+            "FP4",
+            "HBM GiB",
+            "HBM TB/s",
+            "link GB/s",
+            "status",
+        ):
+            table.add_column(
+                col,
+                justify="left" if col in ("chip", "name", "family", "status") else "right",
+                no_wrap=col == "chip",
+            )
+        for c in chips:
+            table.add_row(
+                c.id,
+                c.name,
+                c.family,
+                _num(c.tflops_bf16),
+                _num(c.tflops_fp8),
+                _num(c.tflops_fp4),
+                _num(c.hbm_gib),
+                _num(c.hbm_tb_per_s, 2),
+                _num(c.link_gb_per_s, 0),
+                c.status if c.confidence != "derived" else f"{c.status} (derived)",
+            )
+        console().print(table)
+
+    @catalog_app.command("instances")
+    @handle_errors
+    def instances_cmd(
+        family: str | None = typer.Option(
+            None, "--family", help="Only this chip family (hopper) or instance id prefix (p5, trn2)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print every field and every price as JSON."),
+        prices: Path | None = typer.Option(
+            None, "--prices", help="A prices CSV or YAML map to apply on top."
+        ),
+        price: list[str] = typer.Option([], "--price", help="Override one price: INSTANCE=USD_PER_HOUR."),
+    ) -> None:
+        """List instances and UltraServers with chips, memory and the price that applies."""
+        from silica.catalog import load_catalog, parse_price_overrides, price_for
+
+        overrides = parse_price_overrides(price, load_catalog().instances) if price else None
+        catalog = load_catalog(prices_path=prices, overrides=overrides)
+        instances = _instances_matching(catalog, family)
+        if as_json:
+            rows: list[dict[str, Any]] = []
+            for inst in instances:
+                row: dict[str, Any] = inst.model_dump(mode="json")
+                row["prices"] = [p.model_dump(mode="json") for p in catalog.prices if p.instance == inst.id]
+                rows.append(row)
+            print_json({"instances": rows})
+            return
+        from rich.table import Table
+
+        table = Table(title="Instances (price: user > on-demand > capacity block; spot/reserved via --json)")
+        for col in ("instance", "chips", "chip", "HBM GiB total", "$/hour", "price basis"):
+            table.add_column(
+                col,
+                justify="right" if col in ("chips", "HBM GiB total", "$/hour") else "left",
+                no_wrap=col == "instance",
+            )
+        for inst in instances:
+            chip = catalog.chips[inst.chip]
+            hbm = None if chip.hbm_gib is None else chip.hbm_gib * inst.chips
+            p = price_for(catalog, inst.id)
+            where = "unpriced" if p is None else f"{p.option}, {p.region}, {p.as_of}"
+            table.add_row(
+                inst.id,
+                str(inst.chips),
+                inst.chip,
+                _num(hbm, 0),
+                _num(None if p is None else p.usd_per_hour, 2),
+                where,
+            )
+        console().print(table)
+
+    @catalog_app.command("import-prices")
+    @handle_errors
+    def import_prices_cmd(
+        offer: Path = typer.Argument(..., help="An AWS Price List AmazonEC2 region offer file (index.json)."),
+        out: Path = typer.Option(..., "--out", help="Where to write the prices CSV."),
+    ) -> None:
+        """Import on-demand and 1-yr reserved prices from an AWS offer file into a prices CSV."""
+        from silica.catalog import import_offer_file, write_prices
+
+        imported = import_offer_file(offer)
+        write_prices(imported, out)
+        kinds = sorted({p.option for p in imported})
+        typer.echo(
+            f"Wrote {len(imported)} prices ({', '.join(kinds) or 'none'}) for "
+            f"{len({p.instance for p in imported})} instance types to {out}. "
+            f"Use them with --prices {out}."
+        )
+
+    app.add_typer(catalog_app, name="catalog")
