@@ -1,0 +1,169 @@
+"""Bundled model configs and local config.json files, loaded on demand into `ModelSpec`s.
+
+Bundled configs sit in `silica/data/models/<id>.json`: `_source` inside each says where its values
+were read, and `PROVENANCE.csv` beside them gives when they were collected and how well they are
+confirmed. Nothing is read at import time; each bundled model is parsed once per process.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from silica.errors import DataFileError, UnknownNameError
+from silica.models.parse import parse_config
+from silica.models.spec import ModelSpec
+
+__all__ = ["config_path", "list_models", "load_config", "load_model"]
+
+_DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
+_PROVENANCE = _DATA_DIR / "PROVENANCE.csv"
+_PROVENANCE_COLUMNS = ["id", "as_of", "confidence"]
+_CONFIDENCE = ("exact", "cross-checked", "approximate")  # the levels of reference/model_configs/INDEX.md
+_AS_OF = re.compile(r"\d{4}-\d{2}(-\d{2})?")  # YYYY-MM or YYYY-MM-DD
+
+
+class _Provenance(NamedTuple):
+    as_of: str
+    confidence: str
+
+
+def list_models() -> list[str]:
+    """Ids of the bundled models, sorted."""
+    return list(_bundled_ids())
+
+
+def config_path(model_id: str) -> Path:
+    """Where a bundled model's config.json lives (for showing it or copying it as a template)."""
+    if model_id not in _bundled_ids():
+        raise _unknown(model_id)
+    return _DATA_DIR / f"{model_id}.json"
+
+
+def load_config(name_or_path: str) -> dict[str, Any]:
+    """The raw config object of a bundled id, or of a local config.json (or a folder holding one)."""
+    return _read_json(_locate(name_or_path))
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A bundled id (parsed once, then cached) or a local config.json, whose id is its file stem."""
+    if name_or_path in _bundled_ids():
+        return _load_bundled(name_or_path)
+    path = _locate(name_or_path)
+    config = _read_json(path)
+    # A local file's own `_source` wins; otherwise the file is the source. Local files are not
+    # cached: the user may be editing them between calls.
+    return parse_config(config, _local_id(path), source="" if "_source" in config else str(path))
+
+
+@functools.cache
+def _bundled_ids() -> tuple[str, ...]:
+    return tuple(sorted(path.stem for path in _DATA_DIR.glob("*.json")))
+
+
+@functools.cache  # = lru_cache(maxsize=None); bundled ids are few and fixed
+def _load_bundled(model_id: str) -> ModelSpec:
+    config = _read_json(_DATA_DIR / f"{model_id}.json")
+    provenance = _provenance().get(model_id)
+    if provenance is None:
+        raise DataFileError(
+            f"Bundled model {model_id!r} has no row in {_PROVENANCE.name}.",
+            f"add `{model_id},<YYYY-MM collected>,<{'|'.join(_CONFIDENCE)}>` to {_PROVENANCE}.",
+        )
+    source = config.get("_source")
+    if not isinstance(source, str) or not source.strip():
+        raise DataFileError(
+            f"Bundled model {model_id!r} has no `_source`.",
+            f"add a `_source` string (where the values were read) to {_DATA_DIR / model_id}.json.",
+        )
+    spec = parse_config(config, model_id, source=source, as_of=provenance.as_of)
+    return replace(spec, notes=(*spec.notes, f"confidence: {provenance.confidence}"))
+
+
+@functools.cache
+def _provenance() -> dict[str, _Provenance]:
+    """PROVENANCE.csv rows by id; a malformed row fails naming its line."""
+    try:
+        with _PROVENANCE.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames != _PROVENANCE_COLUMNS:
+                raise DataFileError(
+                    f"{_PROVENANCE} has columns {reader.fieldnames}, not {_PROVENANCE_COLUMNS}.",
+                    f"make the header line `{','.join(_PROVENANCE_COLUMNS)}`.",
+                )
+            rows: dict[str, _Provenance] = {}
+            for row in reader:
+                where = f"{_PROVENANCE.name} line {reader.line_num}"
+                model_id, as_of, confidence = row["id"], row["as_of"], row["confidence"]
+                if not model_id or model_id in rows:
+                    raise DataFileError(
+                        f"{where}: id {model_id!r} is empty or repeated.", "keep one row per id."
+                    )
+                if not as_of or not _AS_OF.fullmatch(as_of):
+                    raise DataFileError(f"{where}: as_of {as_of!r} is not a date.", "write it as YYYY-MM.")
+                if confidence not in _CONFIDENCE:
+                    raise DataFileError(
+                        f"{where}: confidence {confidence!r} is not a known level.",
+                        f"use one of {', '.join(_CONFIDENCE)}.",
+                    )
+                rows[model_id] = _Provenance(as_of, confidence)
+            return rows
+    except OSError as err:
+        raise DataFileError(f"Cannot read {_PROVENANCE}: {err.strerror}.", "reinstall silica.") from err
+
+
+def _locate(name_or_path: str) -> Path:
+    if name_or_path in _bundled_ids():
+        return _DATA_DIR / f"{name_or_path}.json"
+    path = Path(name_or_path).expanduser()
+    if path.suffix != ".json" and len(path.parts) < 2 and not path.exists():
+        raise _unknown(name_or_path)  # a bare word: a misspelt id, not a path
+    if path.is_dir() and (path / "config.json").is_file():
+        path = path / "config.json"  # a Hugging Face model folder
+    if not path.is_file():
+        raise DataFileError(
+            f"Model config {str(path)!r} is not a file.",
+            "pass the path of a config.json (or of the folder holding it), or a bundled model id.",
+        )
+    return path
+
+
+def _local_id(path: Path) -> str:
+    """The file stem; for a Hugging Face folder's `config.json`, the folder's name."""
+    return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise DataFileError(
+            f"Cannot read {path}: {err.strerror}.", "check the path and its permissions."
+        ) from err
+    except UnicodeDecodeError as err:
+        raise DataFileError(f"{path} is not UTF-8 text.", "pass a config.json, not a weights file.") from err
+    except json.JSONDecodeError as err:
+        raise DataFileError(
+            f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}).",
+            f"fix the syntax there; `python -m json.tool {path}` shows the first error.",
+        ) from err
+    if not isinstance(value, dict):
+        raise DataFileError(
+            f"{path} holds a JSON {type(value).__name__}, not an object.",
+            "pass a Hugging Face config.json, whose top level is an object {...}.",
+        )
+    return value
+
+
+def _unknown(name: str) -> UnknownNameError:
+    return UnknownNameError(
+        "model",
+        name,
+        _bundled_ids(),
+        fix="pass a bundled id (silica.models.list_models()) or the path of a config.json.",
+    )
