@@ -16,7 +16,7 @@ _EXPORTS = {
     "load_catalog": "silica.catalog",
     "load_model": "silica.models",
     "list_models": "silica.models",
-    "estimate": "silica.perf",
+    "estimate": "silica.plan",
     "compare": "silica.plan",
     "InferenceWorkload": "silica.workload",
     "TrainingWorkload": "silica.workload",

@@ -38,7 +38,9 @@ class Chip(_Row):
     tflops_fp4: float | None
     hbm_gib: float | None  # device memory capacity
     hbm_tb_per_s: float | None
-    link_gb_per_s: float | None  # chip-to-chip inside one instance (NVLink, NeuronLink), one direction
+    link_gb_per_s: (
+        float | None
+    )  # chip-to-chip inside one instance (NVLink, NeuronLink), as published: all links, both directions
     tp_cores_per_chip: int = Field(ge=1)  # what one unit of tensor parallelism is (NeuronCores, 1 for GPUs)
     confidence: Literal["published", "derived", "announced"]
     source: str

@@ -64,6 +64,9 @@ def print_json(obj: Any) -> None:
 
 
 def console() -> Any:
+    """A console that does not squeeze wide tables into 80 columns when output is piped."""
+    import sys
+
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=200)

@@ -23,7 +23,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version."
+    ),
 ) -> None:
     """Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs."""
 

@@ -1,0 +1,3 @@
+from silica.cli.app import main
+
+main()

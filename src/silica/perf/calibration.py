@@ -1,0 +1,202 @@
+"""Calibration: a few physical efficiency parameters per chip family, kept as data.
+
+The parameters are fitted by `silica calibrate` (see `silica.validate.fit`) on published
+measurements and shipped in `data/calibration.json` with the command that produced them. A family
+without measurements inherits from its nearest measured family by a stated rule, and its
+uncertainty band is widened.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from silica.errors import DataFileError
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "INHERITANCE",
+    "PARAM_BOUNDS",
+    "Calibration",
+    "FamilyParams",
+    "load_calibration",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyParams:
+    """How close a chip family gets to its datasheet, in six physically meaningful numbers.
+
+    compute_eff_max      fraction of dense peak a large matmul reaches
+    compute_half_tokens  tokens per matmul at which efficiency is half of that maximum
+                         (small matmuls cannot fill the systolic array / tensor cores)
+    memory_eff           fraction of peak HBM bandwidth a weight or KV stream reaches
+    layer_overhead_us    fixed time per transformer layer per forward step (launch, sync, DMA setup)
+    collective_latency_us  fixed time per collective (all-reduce) between chips
+    elementwise_passes   round trips of a token's hidden vector through HBM per layer for the
+                         non-matmul work (norms, activations, residuals, softmax I/O)
+    """
+
+    compute_eff_max: float
+    compute_half_tokens: float
+    memory_eff: float
+    layer_overhead_us: float
+    collective_latency_us: float
+    elementwise_passes: float
+
+
+PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
+
+# Physical bounds the fit may not leave: efficiencies are fractions, times are non-negative.
+PARAM_BOUNDS: dict[str, tuple[float, float]] = {
+    "compute_eff_max": (0.05, 0.98),
+    "compute_half_tokens": (1.0, 4096.0),
+    "memory_eff": (0.2, 0.98),
+    "layer_overhead_us": (0.5, 2000.0),
+    "collective_latency_us": (1.0, 2000.0),
+    "elementwise_passes": (0.5, 200.0),
+}
+
+# Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
+DEFAULT_PARAMS = FamilyParams(
+    compute_eff_max=0.7,
+    compute_half_tokens=64.0,
+    memory_eff=0.8,
+    layer_overhead_us=20.0,
+    collective_latency_us=20.0,
+    elementwise_passes=10.0,
+)
+
+# Nearest measured family for each family without measurements of its own, and why.
+INHERITANCE: dict[str, tuple[str, str]] = {
+    "neuron-v1": (
+        "neuron-v2",
+        "Inferentia1 has no published LLM measurements; nearest Neuron core generation",
+    ),
+    "neuron-v3": (
+        "neuron-v2",
+        "same Neuron compiler and runtime stack; NeuronCore-v3 succeeds NeuronCore-v2",
+    ),
+    "neuron-v4": ("neuron-v3", "NeuronCore-v4 succeeds NeuronCore-v3 on the same software stack"),
+    "neuron-v5": ("neuron-v4", "announced only; nearest generation"),
+    "blackwell": (
+        "hopper",
+        "same CUDA / TensorRT-LLM stack; efficiencies are fractions of each chip's own peak",
+    ),
+    "volta": ("ampere", "nearest NVIDIA generation with measurements"),
+}
+
+# How much wider an inherited band is than its source family's, per generation of distance.
+INHERITED_BAND_WIDENING = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Fitted parameters per family, and each family's error band per metric.
+
+    `bands[family][metric] = (low, high)`: the p10 and p90 of measured / predicted on the
+    validation set; an estimate x is reported with the band [x * low, x * high].
+    """
+
+    params: dict[str, FamilyParams]
+    bands: dict[str, dict[str, tuple[float, float]]]
+    fitted_rows: dict[str, int]
+    generated_by: str
+    as_of: str
+    source: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def for_family(self, family: str) -> tuple[FamilyParams, str | None]:
+        """The parameters for a family, and the family they were inherited from (None if its own)."""
+        seen = family
+        inherited: str | None = None
+        while seen not in self.params:
+            if seen not in INHERITANCE:
+                return DEFAULT_PARAMS, "defaults"
+            seen = INHERITANCE[seen][0]
+            inherited = seen
+        return self.params[seen], inherited
+
+    def band(self, family: str, metric: str) -> tuple[float, float]:
+        """p10/p90 of measured/predicted for this family and metric, widened when inherited."""
+        steps = 0
+        seen = family
+        while seen not in self.bands and seen in INHERITANCE:
+            seen = INHERITANCE[seen][0]
+            steps += 1
+        table = self.bands.get(seen, {})
+        low, high = table.get(metric) or table.get("all") or (0.6, 1.5)
+        for _ in range(steps):
+            low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
+        return min(low, 1.0), max(high, 1.0)
+
+    def with_params(self, family: str, params: FamilyParams) -> Calibration:
+        return replace(self, params={**self.params, family: params})
+
+
+def _parse(raw: dict[str, Any], where: str) -> Calibration:
+    try:
+        params = {fam: FamilyParams(**p) for fam, p in raw["families"].items()}
+        bands = {
+            fam: {metric: (float(lo), float(hi)) for metric, (lo, hi) in table.items()}
+            for fam, table in raw.get("bands", {}).items()
+        }
+        return Calibration(
+            params=params,
+            bands=bands,
+            fitted_rows={k: int(v) for k, v in raw.get("fitted_rows", {}).items()},
+            generated_by=str(raw["generated_by"]),
+            as_of=str(raw["as_of"]),
+            source=str(raw["source"]),
+            extra={
+                k: v
+                for k, v in raw.items()
+                if k not in {"families", "bands", "fitted_rows", "generated_by", "as_of", "source"}
+            },
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise DataFileError(
+            f"Calibration file {where} is invalid: {err}.", "regenerate it with `silica calibrate`."
+        ) from err
+
+
+def calibration_to_json(cal: Calibration) -> dict[str, Any]:
+    return {
+        "generated_by": cal.generated_by,
+        "as_of": cal.as_of,
+        "source": cal.source,
+        "families": {
+            fam: {n: round(getattr(p, n), 6) for n in PARAM_NAMES} for fam, p in sorted(cal.params.items())
+        },
+        "bands": {
+            fam: {m: [round(lo, 4), round(hi, 4)] for m, (lo, hi) in sorted(t.items())}
+            for fam, t in sorted(cal.bands.items())
+        },
+        "fitted_rows": dict(sorted(cal.fitted_rows.items())),
+        **cal.extra,
+    }
+
+
+@lru_cache(maxsize=8)
+def load_calibration(path: Path | None = None) -> Calibration:
+    """The shipped calibration, or one written by `silica calibrate --out PATH`."""
+    if path is None:
+        text = resources.files("silica").joinpath("data/calibration.json").read_text()
+        where = "data/calibration.json (bundled)"
+    else:
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise DataFileError(
+                f"Cannot read calibration file {path}: {err.strerror}.", "check the path."
+            ) from err
+        where = str(path)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataFileError(f"Calibration file {where} is not JSON: {err}.", "regenerate it.") from err
+    return _parse(raw, where)

@@ -1,0 +1,106 @@
+"""Inference performance of arrays of configurations: TTFT, TPOT, throughput and memory.
+
+This is the one path that `estimate`, `compare` and `validate` all go through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from silica.perf.kernels import ModelCosts, decode_seconds, inference_memory, prefill_seconds
+from silica.perf.machine import Machine
+
+__all__ = ["DECODE_SAMPLES", "InferencePerf", "inference_perf", "neuron_bucket"]
+
+Array = NDArray[np.float64]
+
+# Decode time grows with context; TPOT is the mean step time over the generation, sampled at
+# this many evenly spaced points (the midpoint rule).
+DECODE_SAMPLES = 4
+# Smallest compiled bucket of the Neuron decoder libraries (transformers-neuronx / NxD Inference).
+NEURON_MIN_BUCKET = 128.0
+
+
+def neuron_bucket(tokens: Array, seq_len: Array) -> Array:
+    """Neuron compiles static shapes: a length runs as the next power-of-two bucket, capped at seq_len."""
+    bucket = 2.0 ** np.ceil(np.log2(np.maximum(tokens, NEURON_MIN_BUCKET)))
+    return np.minimum(bucket, np.maximum(seq_len, tokens))
+
+
+@dataclass(frozen=True, slots=True)
+class InferencePerf:
+    ttft_s: Array
+    prefill_s: Array  # prefill of the whole batch
+    tpot_s: Array
+    replica_output_tok_s: Array  # one model replica (tp x pp units) at this static batch
+    weights_bytes: Array  # per unit
+    kv_bytes: Array  # per unit
+    activation_bytes: Array  # per unit
+    capacity_bytes: Array  # per unit
+
+    @property
+    def used_bytes(self) -> Array:
+        return self.weights_bytes + self.kv_bytes + self.activation_bytes
+
+    @property
+    def fits(self) -> Array:
+        return self.used_bytes <= self.capacity_bytes
+
+
+def inference_perf(
+    c: ModelCosts,
+    m: Machine,
+    *,
+    tp: Array,
+    pp: Array,
+    batch: Array,
+    input_len: Array,
+    output_len: Array,
+    seq_len: Array,
+    w_bytes: Array,
+    act_bytes: Array,
+    kv_bytes: Array,
+    static_shapes: Array,
+    d_ff: float,
+    continuous: bool = False,
+) -> InferencePerf:
+    """Evaluate every configuration at once. `static_shapes` marks Neuron rows (buckets, head padding).
+
+    Static batching (`continuous=False`, how the published tables measure): TTFT is the prefill of
+    the whole batch. Continuous batching (how a serving engine runs): a new request's prompt is
+    prefilled on its own and joins the running batch, so its TTFT is one prompt's prefill plus the
+    decode step it waits for. Throughput is the same either way: every prompt is prefilled once.
+    """
+    prompt = np.where(static_shapes, neuron_bucket(input_len, seq_len), input_len)
+    prefill = prefill_seconds(c, m, tp, pp, batch, prompt, w_bytes, act_bytes, kv_bytes, static_shapes)
+    steps = np.zeros_like(prefill)
+    for k in range(DECODE_SAMPLES):
+        context = input_len + (k + 0.5) / DECODE_SAMPLES * np.maximum(output_len, 1.0)
+        context = np.where(static_shapes, neuron_bucket(context, seq_len), context)
+        steps = steps + decode_seconds(
+            c, m, tp, pp, batch, context, w_bytes, act_bytes, kv_bytes, static_shapes
+        )
+    tpot = steps / DECODE_SAMPLES
+    # pp micro-batches of `batch` sequences in flight, each prefilled once, then decoded.
+    generated = pp * batch * output_len
+    throughput = np.where(output_len > 0, generated / (prefill + output_len * tpot), 0.0)
+    if continuous:
+        one = np.ones_like(batch)
+        ttft = prefill_seconds(c, m, tp, pp, one, prompt, w_bytes, act_bytes, kv_bytes, static_shapes) + tpot
+    else:
+        ttft = prefill
+    allocated = np.where(static_shapes, np.maximum(seq_len, input_len + output_len), input_len + output_len)
+    weights, kv, act = inference_memory(c, tp, pp, batch, allocated, w_bytes, act_bytes, kv_bytes, d_ff)
+    return InferencePerf(
+        ttft_s=ttft,
+        prefill_s=prefill,
+        tpot_s=tpot,
+        replica_output_tok_s=throughput,
+        weights_bytes=weights,
+        kv_bytes=kv,
+        activation_bytes=act,
+        capacity_bytes=m.unit_mem,
+    )

@@ -1,0 +1,278 @@
+"""The performance model's formulas, over arrays of configurations.
+
+Roofline per phase (DESIGN.md): time = max(FLOPs / (peak x compute efficiency),
+bytes / (bandwidth x memory efficiency)) + non-matmul traffic + per-layer overhead + communication.
+All inputs broadcast: model facts are scalars, everything else is an array with one entry per
+configuration. Units: seconds, bytes, FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from silica.models.spec import ModelSpec
+from silica.perf.machine import Machine
+
+__all__ = ["ModelCosts", "TrainStep", "decode_seconds", "inference_memory", "prefill_seconds", "train_step"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCosts:
+    """Per-model constants the formulas need, derived once from a `ModelSpec`."""
+
+    matmul_params: float  # active parameters that take part in a matmul per token
+    total_params: float
+    static_params: float  # parameters read every step regardless of routing (all but routed experts)
+    expert_params: float  # one routed expert, one layer
+    n_experts: float
+    top_k: float
+    n_moe_layers: float
+    n_layers: float
+    n_full_layers: float
+    n_sliding_layers: float
+    window: float
+    d_model: float
+    n_heads: float
+    n_kv_heads: float
+    qk_v_dims: float  # head_dim + v_head_dim: attention FLOPs per head per (query, key) pair / 2
+    kv_values_per_layer: float  # cached values per token per layer
+    mla: bool
+    causal: bool
+
+    @classmethod
+    def of(cls, m: ModelSpec) -> ModelCosts:
+        routed = float(m.n_moe_layers * m.n_experts * m.expert_params)
+        return cls(
+            matmul_params=float(m.matmul_params_per_token),
+            total_params=float(m.total_params),
+            static_params=float(m.total_params - m.embedding_params) - routed,
+            expert_params=float(m.expert_params),
+            n_experts=float(m.n_experts),
+            top_k=float(m.experts_per_token),
+            n_moe_layers=float(m.n_moe_layers),
+            n_layers=float(m.n_layers),
+            n_full_layers=float(m.n_full_attention_layers),
+            n_sliding_layers=float(m.n_sliding_layers),
+            window=float(m.sliding_window or 0),
+            d_model=float(m.d_model),
+            n_heads=float(m.n_heads),
+            n_kv_heads=float(m.n_kv_heads),
+            qk_v_dims=float(m.head_dim + m.v_head_dim),
+            kv_values_per_layer=float(m.kv_values_per_token_per_layer),
+            mla=m.is_mla,
+            causal=m.kind != "encoder",
+        )
+
+    def weights_read(self, tokens: Array) -> Array:
+        """Parameters streamed from HBM for one step over `tokens` tokens.
+
+        Routed experts are read only if some token picks them: with uniform routing, a layer with E
+        experts and top-k touches E * (1 - (1 - k/E)^tokens) distinct experts in expectation.
+        """
+        if self.n_experts == 0:
+            return np.broadcast_to(self.static_params, np.shape(tokens)).astype(np.float64)
+        touched = self.n_experts * (1.0 - (1.0 - self.top_k / self.n_experts) ** tokens)
+        return self.static_params + self.n_moe_layers * touched * self.expert_params
+
+    def attention_flops(self, queries: Array, context: Array, heads: Array) -> Array:
+        """QK^T and AV FLOPs per query token attending to `context` keys, summed over layers."""
+        sliding = np.minimum(context, self.window) if self.window else context
+        per_pair = 2.0 * heads * self.qk_v_dims  # multiply-add over (head_dim + v_head_dim) per head
+        return queries * per_pair * (self.n_full_layers * context + self.n_sliding_layers * sliding)
+
+    def kv_bytes_per_token_per_unit(self, tp: Array, kv_bytes: Array) -> Array:
+        """KV cache bytes one token adds on one tensor-parallel unit, over all layers.
+
+        KV heads shard over tp; with more units than KV heads each unit keeps one head (replicated).
+        MLA's compressed latent is shared by all heads, so every unit holds all of it.
+        """
+        share = 1.0 if self.mla else np.maximum(self.n_kv_heads / tp, 1.0) / self.n_kv_heads
+        return self.n_layers * self.kv_values_per_layer * kv_bytes * share
+
+
+def _padded_heads(c: ModelCosts, tp: Array, pads_heads: Array) -> Array:
+    """Neuron pads attention heads up to a multiple of tp; GPUs require divisibility instead."""
+    padded = np.ceil(c.n_heads / tp) * tp
+    return np.where(pads_heads, padded, c.n_heads)
+
+
+def _matmul_eff(m: Machine, tokens: Array) -> Array:
+    # Small matmuls cannot fill the tensor engine: efficiency rises with tokens per matmul.
+    return m.eff_max * tokens / (tokens + m.half_tokens)
+
+
+def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
+    """Ring all-reduce: latency + 2 (n-1)/n x bytes / link bandwidth (Patarasuk & Yuan 2009)."""
+    chips = np.maximum(tp / m.units_per_chip, 1.0)
+    wire = 2.0 * (chips - 1.0) / chips * msg_bytes / m.link_bw
+    return np.where(tp > 1, n_collectives * (m.coll_s + wire), 0.0)
+
+
+def prefill_seconds(
+    c: ModelCosts,
+    m: Machine,
+    tp: Array,
+    pp: Array,
+    batch: Array,
+    length: Array,
+    w_bytes: Array,
+    act_bytes: Array,
+    kv_bytes: Array,
+    pads_heads: Array,
+) -> Array:
+    """Time to process `batch` prompts of `length` tokens (time to first token, unloaded)."""
+    tokens = batch * length
+    heads = _padded_heads(c, tp, pads_heads)
+    context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
+    flops = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads)
+    t_compute = flops / tp / (m.unit_flops * _matmul_eff(m, tokens))
+    streamed = c.weights_read(tokens) * w_bytes / tp + tokens * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
+    t_memory = streamed / (m.unit_bw * m.mem_eff)
+    elementwise = m.elem_passes * tokens * c.d_model * act_bytes * c.n_layers / tp / (m.unit_bw * m.mem_eff)
+    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, tokens * c.d_model * act_bytes)
+    stages = (pp - 1.0) * (m.coll_s + tokens * c.d_model * act_bytes / m.link_bw)
+    return np.maximum(t_compute, t_memory) + elementwise + c.n_layers * m.layer_s + comm + stages
+
+
+def decode_seconds(
+    c: ModelCosts,
+    m: Machine,
+    tp: Array,
+    pp: Array,
+    batch: Array,
+    context: Array,
+    w_bytes: Array,
+    act_bytes: Array,
+    kv_bytes: Array,
+    pads_heads: Array,
+) -> Array:
+    """Time for one decode step that extends `batch` sequences whose KV cache holds `context` tokens."""
+    heads = _padded_heads(c, tp, pads_heads)
+    flops = 2.0 * batch * c.matmul_params + c.attention_flops(batch, context, heads)
+    t_compute = flops / tp / (m.unit_flops * _matmul_eff(m, batch))
+    sliding = np.minimum(context, c.window) if c.window else context
+    kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
+    streamed = c.weights_read(batch) * w_bytes / tp + batch * kv_tokens * c.kv_bytes_per_token_per_unit(
+        tp, kv_bytes
+    )
+    t_memory = streamed / (m.unit_bw * m.mem_eff)
+    elementwise = m.elem_passes * batch * c.d_model * act_bytes * c.n_layers / tp / (m.unit_bw * m.mem_eff)
+    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, batch * c.d_model * act_bytes)
+    stages = (pp - 1.0) * (m.coll_s + batch * c.d_model * act_bytes / m.link_bw)
+    return np.maximum(t_compute, t_memory) + elementwise + c.n_layers * m.layer_s + comm + stages
+
+
+# Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
+PREFILL_CHUNK_TOKENS = 8192.0
+
+
+def inference_memory(
+    c: ModelCosts,
+    tp: Array,
+    pp: Array,
+    batch: Array,
+    context: Array,
+    w_bytes: Array,
+    act_bytes: Array,
+    kv_bytes: Array,
+    d_ff: float,
+) -> tuple[Array, Array, Array]:
+    """Bytes per unit for weights, KV cache and activations.
+
+    With pp stages each holding 1/pp of the layers and pp micro-batches in flight, the KV cache per
+    unit is batch x context x (all layers' KV per unit) whatever pp is.
+    """
+    weights = c.total_params * w_bytes / (tp * pp)
+    kv = batch * context * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
+    chunk = np.minimum(batch * context, PREFILL_CHUNK_TOKENS)
+    activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * act_bytes
+    return weights, kv, activations
+
+
+@dataclass(frozen=True, slots=True)
+class TrainStep:
+    step_s: Array
+    tokens_per_s_per_chip: Array
+    model_flops_per_token: float
+    mfu: Array
+    memory_per_unit: Array
+
+
+# Adam with mixed precision: fp32 master weights, first and second moments (Rajbhandari et al. 2020, ZeRO §3).
+OPTIMIZER_BYTES_PER_PARAM = 12.0
+GRAD_BYTES_PER_PARAM = 2.0
+# Activation bytes per token per layer per hidden unit with selective recompute and sequence
+# parallelism: 34 s b h / t (Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 2).
+ACTIVATION_BYTES_FACTOR = 34.0
+# Share of the gradient all-reduce hidden behind the backward pass (backward is 2/3 of compute).
+BACKWARD_SHARE = 2.0 / 3.0
+
+
+def train_step(
+    c: ModelCosts,
+    m: Machine,
+    tp: Array,
+    pp: Array,
+    dp: Array,
+    global_batch: Array,
+    micro_batch: Array,
+    seq_len: Array,
+    w_bytes: Array,
+    act_bytes: Array,
+    zero_stage: int,
+    pads_heads: Array,
+    chip_peak_flops: Array,
+    units_per_node: Array,
+) -> TrainStep:
+    """One optimizer step of data-, tensor- and pipeline-parallel training (1F1B schedule)."""
+    units = tp * pp * dp
+    chips = units / m.units_per_chip
+    heads = _padded_heads(c, tp, pads_heads)
+    mb_tokens = micro_batch * seq_len
+    n_micro = np.maximum(global_batch / (dp * micro_batch), 1.0)
+    # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
+    fwd_flops = (2.0 * mb_tokens * c.matmul_params + c.attention_flops(mb_tokens, seq_len / 2.0, heads)) / pp
+    t_compute = 3.0 * fwd_flops / tp / (m.unit_flops * _matmul_eff(m, mb_tokens))
+    t_weights = 3.0 * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
+    layers = c.n_layers / pp
+    elementwise = (
+        3.0 * m.elem_passes * mb_tokens * c.d_model * act_bytes * layers / tp / (m.unit_bw * m.mem_eff)
+    )
+    tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * act_bytes)
+    per_micro = np.maximum(t_compute, t_weights) + elementwise + 3.0 * layers * m.layer_s + tp_comm
+    pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
+    grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
+    multi_node = units > units_per_node
+    dp_bw = np.where(multi_node, m.net_bw / units_per_node, m.link_bw)
+    t_dp = np.where(
+        dp > 1, 2.0 * (dp - 1.0) / dp * grad_bytes / dp_bw + m.coll_s * np.log2(np.maximum(dp, 2.0)), 0.0
+    )
+    exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
+    step = pipeline + exposed_dp
+    tokens = global_batch * seq_len
+    model_flops_per_token = (
+        6.0 * c.matmul_params
+    )  # the MFU convention of Chowdhery et al. 2022 (PaLM), sans attention
+    attn_per_token = 3.0 * c.attention_flops(
+        np.asarray(1.0), np.asarray(seq_len / 2.0), np.asarray(c.n_heads)
+    )
+    tok_s_chip = tokens / step / chips
+    mfu = tok_s_chip * (model_flops_per_token + attn_per_token) / chip_peak_flops
+    params_unit = c.total_params / (tp * pp)
+    optimizer = params_unit * OPTIMIZER_BYTES_PER_PARAM / np.where(zero_stage >= 1, dp, 1.0)
+    grads = params_unit * GRAD_BYTES_PER_PARAM / np.where(zero_stage >= 2, dp, 1.0)
+    weights = params_unit * w_bytes / np.where(zero_stage >= 3, dp, 1.0)
+    in_flight = np.minimum(pp, n_micro)
+    activations = ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp * in_flight
+    return TrainStep(
+        step_s=step,
+        tokens_per_s_per_chip=tok_s_chip,
+        model_flops_per_token=model_flops_per_token,
+        mfu=mfu,
+        memory_per_unit=optimizer + grads + weights + activations,
+    )

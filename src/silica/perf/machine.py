@@ -1,0 +1,121 @@
+"""Hardware and calibration as arrays, one entry per configuration under evaluation.
+
+The performance formulas are written once over numpy arrays; a single estimate is a batch of one.
+That keeps `estimate`, `compare` and `validate` on the same code path, and makes the planner's
+search vectorised instead of a Python loop per configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from silica.catalog.schema import Chip, Dtype, Instance
+from silica.perf.calibration import FamilyParams
+
+__all__ = ["Machine", "machine_arrays", "with_params"]
+
+Array = NDArray[np.float64]
+GIB = 2.0**30
+
+# Memory a runtime keeps for itself (CUDA context, NCCL buffers, Neuron runtime, fragmentation).
+USABLE_MEMORY_FRACTION = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """Per-configuration hardware: what one tensor-parallel unit (a GPU, a NeuronCore) offers."""
+
+    unit_flops: Array  # dense peak FLOP/s at the compute dtype (nan where the chip lacks that dtype)
+    unit_bw: Array  # HBM bytes/s
+    unit_mem: Array  # usable HBM bytes
+    link_bw: Array  # chip-to-chip bytes/s inside an instance
+    net_bw: Array  # instance-to-instance bytes/s (EFA), per instance
+    units_per_chip: Array
+    units_per_instance: Array
+    eff_max: Array
+    half_tokens: Array
+    mem_eff: Array
+    layer_s: Array
+    coll_s: Array
+    elem_passes: Array
+
+    @property
+    def size(self) -> int:
+        return int(self.unit_flops.shape[0])
+
+    def take(self, index: NDArray[np.intp]) -> Machine:
+        """The machine rows at `index`: used to expand per-instance rows to per-configuration rows."""
+        return Machine(**{name: getattr(self, name)[index] for name in self.__slots__})  # type: ignore[arg-type]
+
+
+def _peak_tflops(chip: Chip, dtype: Dtype) -> float:
+    peak = chip.peak_tflops(dtype)
+    if peak is None and dtype == "fp16":
+        peak = chip.tflops_bf16
+    if peak is None and dtype == "bf16":
+        peak = chip.tflops_fp16
+    return float("nan") if peak is None else float(peak)
+
+
+def machine_arrays(
+    rows: Sequence[tuple[Chip, Instance | None, FamilyParams]], compute_dtype: Dtype | Sequence[Dtype]
+) -> Machine:
+    """Build a `Machine` from (chip, instance, calibration parameters) rows, at one or per-row dtypes."""
+    dtypes = [compute_dtype] * len(rows) if isinstance(compute_dtype, str) else list(compute_dtype)
+
+    def col(values: Sequence[float]) -> Array:
+        return np.asarray(values, dtype=np.float64)
+
+    units = col([chip.tp_cores_per_chip for chip, _, _ in rows])
+    chips_per_instance = col([inst.chips if inst else 1 for _, inst, _ in rows])
+    # Published link figures add up both directions; a ring all-reduce moves data one way at a time.
+    link = col(
+        [
+            (inst.link_gb_per_s if inst and inst.link_gb_per_s else chip.link_gb_per_s or float("nan"))
+            * 1e9
+            / 2
+            for chip, inst, _ in rows
+        ]
+    )
+    net = col(
+        [(inst.network_gbps if inst and inst.network_gbps else float("nan")) * 1e9 / 8 for _, inst, _ in rows]
+    )
+    params = [p for _, _, p in rows]
+    return Machine(
+        unit_flops=col([_peak_tflops(chip, d) * 1e12 for (chip, _, _), d in zip(rows, dtypes, strict=True)])
+        / units,
+        unit_bw=col([(chip.hbm_tb_per_s or float("nan")) * 1e12 for chip, _, _ in rows]) / units,
+        unit_mem=col([(chip.hbm_gib or float("nan")) * GIB * USABLE_MEMORY_FRACTION for chip, _, _ in rows])
+        / units,
+        link_bw=link,
+        net_bw=net,
+        units_per_chip=units,
+        units_per_instance=units * chips_per_instance,
+        eff_max=col([p.compute_eff_max for p in params]),
+        half_tokens=col([p.compute_half_tokens for p in params]),
+        mem_eff=col([p.memory_eff for p in params]),
+        layer_s=col([p.layer_overhead_us * 1e-6 for p in params]),
+        coll_s=col([p.collective_latency_us * 1e-6 for p in params]),
+        elem_passes=col([p.elementwise_passes for p in params]),
+    )
+
+
+def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
+    """The same hardware under other calibration parameters (one per entry): used by the fit."""
+
+    def col(name: str) -> Array:
+        return np.asarray([getattr(p, name) for p in params], dtype=np.float64)
+
+    return replace(
+        m,
+        eff_max=col("compute_eff_max"),
+        half_tokens=col("compute_half_tokens"),
+        mem_eff=col("memory_eff"),
+        layer_s=col("layer_overhead_us") * 1e-6,
+        coll_s=col("collective_latency_us") * 1e-6,
+        elem_passes=col("elementwise_passes"),
+    )

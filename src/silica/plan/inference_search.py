@@ -1,0 +1,282 @@
+"""Search inference deployments: enumerate, estimate (vectorised), select, explain.
+
+For each instance type the best configuration is the feasible one with the most output tokens per
+instance-hour (hence the lowest cost per token at any price). An instance type with no feasible
+configuration keeps the reason that rules it out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from silica.errors import InputError
+from silica.models.spec import ModelSpec
+from silica.perf.inference import InferencePerf, inference_perf
+from silica.perf.kernels import ModelCosts
+from silica.perf.machine import GIB, machine_arrays
+from silica.perf.precision import precision
+from silica.plan.grid import BATCHES, Grid, make_grid
+from silica.plan.targets import Target, legal_tp
+from silica.results import Band, Estimate, PriceUsed
+from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
+
+__all__ = ["evaluate_inference", "search_inference"]
+
+Array = NDArray[np.float64]
+PIPELINE_COUNTS: tuple[int, ...] = (1, 2, 4, 8)  # instances chained as pipeline stages
+
+
+def evaluate_inference(
+    model: ModelSpec, wl: InferenceWorkload, targets: Sequence[Target], grid: Grid, pp: Array
+) -> InferencePerf:
+    """Run the performance model on every configuration of the grid."""
+    prec = precision(wl.weight_dtype, wl.compute_dtype)
+    base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
+    m = base.take(grid.inst)
+    static = np.asarray([t.is_neuron for t in targets])[grid.inst]
+    n = grid.size
+    seq_len = float(wl.seq_len or wl.input_len + wl.output_len)
+    return inference_perf(
+        ModelCosts.of(model),
+        m,
+        tp=grid.tp,
+        pp=pp,
+        batch=grid.batch,
+        input_len=np.full(n, float(wl.input_len)),
+        output_len=np.full(n, float(wl.output_len)),
+        seq_len=np.full(n, seq_len),
+        w_bytes=np.full(n, prec.weight_bytes),
+        act_bytes=np.full(n, prec.act_bytes),
+        kv_bytes=np.full(n, prec.kv_bytes),
+        static_shapes=static,
+        d_ff=float(model.d_ff or model.expert_params / max(model.d_model, 1) / 3),
+        continuous=wl.batching == "continuous",
+    )
+
+
+def search_inference(
+    model: ModelSpec,
+    wl: InferenceWorkload,
+    targets: Sequence[Target],
+    *,
+    count: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+) -> list[Estimate]:
+    """The best configuration per target (or the reason there is none), in target order."""
+    tp_options = []
+    for t in targets:
+        options = legal_tp(model, t)
+        if tp is not None:
+            if tp not in options:
+                raise InputError(_tp_problem(model, t, tp), f"pick --tp from {options}.")
+            options = [tp]
+        tp_options.append(options)
+    counts = [count] if count is not None else list(PIPELINE_COUNTS)
+    batches = [wl.batch] if wl.batch is not None else list(BATCHES)
+    grid = make_grid(tp_options, counts, batches)
+    stages = grid.count if pp is None else np.full(grid.size, float(pp))
+    perf = evaluate_inference(model, wl, targets, grid, stages)
+    units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
+    replicas = np.floor(units * grid.count / (grid.tp * stages))
+    tok_s = replicas * perf.replica_output_tok_s
+    ok = perf.fits & np.isfinite(perf.ttft_s) & (replicas >= 1)
+    slo_ok = ok.copy()
+    if wl.ttft_slo_ms is not None:
+        slo_ok &= perf.ttft_s * 1e3 <= wl.ttft_slo_ms
+    if wl.tpot_slo_ms is not None:
+        slo_ok &= perf.tpot_s * 1e3 <= wl.tpot_slo_ms
+    # Tokens per instance-hour; a 2% handicap per doubling of instances keeps layouts small on near-ties.
+    per_instance = tok_s / grid.count * (1.0 - 0.02 * np.log2(grid.count))
+    score = np.where(slo_ok, per_instance if wl.output_len > 0 else -perf.ttft_s, -np.inf)
+    results = []
+    for i, target in enumerate(targets):
+        rows = np.flatnonzero(grid.inst == i)
+        if rows.size == 0 or not np.isfinite(score[rows]).any():
+            results.append(_infeasible(model, wl, target, rows, perf, ok, stages, grid, count))
+            continue
+        best = int(rows[np.argmax(score[rows])])
+        results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s))
+    return results
+
+
+def _tp_problem(model: ModelSpec, target: Target, tp: int) -> str:
+    if tp > target.units_per_instance or target.units_per_instance % tp:
+        unit = "NeuronCores" if target.is_neuron else "GPUs"
+        return f"tp={tp} does not divide the {target.units_per_instance} {unit} of {target.instance.id}."
+    return f"tp={tp} does not divide {model.id}'s {model.n_heads} attention heads (GPUs split heads evenly)."
+
+
+def _infeasible(
+    model: ModelSpec,
+    wl: InferenceWorkload,
+    target: Target,
+    rows: NDArray[np.intp],
+    perf: InferencePerf,
+    ok: NDArray[np.bool_],
+    stages: Array,
+    grid: Grid,
+    count: int | None,
+) -> Estimate:
+    chip, prec = target.chip, precision(wl.weight_dtype, wl.compute_dtype)
+    reasons: list[str] = []
+    if chip.peak_tflops(prec.flops_dtype) is None and not (
+        prec.flops_dtype in ("bf16", "fp16") and (chip.tflops_bf16 or chip.tflops_fp16)
+    ):
+        reasons.append(f"{chip.name} has no published {prec.flops_dtype} compute; choose another --dtype.")
+    elif rows.size == 0:
+        reasons.append(f"no legal tensor-parallel degree for {model.n_heads} heads on {target.instance.id}.")
+    elif not ok[rows].any():
+        biggest = rows[np.argmax(grid.tp[rows] * stages[rows])]
+        n_inst = int(grid.count[biggest])
+        capacity = float(perf.capacity_bytes[biggest] * grid.tp[biggest] * stages[biggest]) / GIB
+        weights = float(perf.weights_bytes[biggest] * grid.tp[biggest] * stages[biggest]) / GIB
+        if weights > capacity:
+            where = f"{n_inst} x {target.instance.id}" if n_inst > 1 else target.instance.id
+            reasons.append(
+                f"does not fit in memory: weights need {weights:.0f} GiB but {where} offers "
+                f"{capacity:.0f} GiB usable."
+            )
+        else:
+            reasons.append(
+                f"does not fit in memory: weights fit but the KV cache for one sequence of "
+                f"{wl.input_len + wl.output_len} tokens does not."
+            )
+    else:
+        fitting = rows[ok[rows]]
+        best_ttft = float(perf.ttft_s[fitting].min() * 1e3)
+        best_tpot = float(perf.tpot_s[fitting].min() * 1e3)
+        if wl.ttft_slo_ms is not None and best_ttft > wl.ttft_slo_ms:
+            reasons.append(f"misses the TTFT SLO: best TTFT {best_ttft:.0f} ms > {wl.ttft_slo_ms:g} ms.")
+        if wl.tpot_slo_ms is not None and best_tpot > wl.tpot_slo_ms:
+            reasons.append(f"misses the TPOT SLO: best TPOT {best_tpot:.1f} ms > {wl.tpot_slo_ms:g} ms.")
+        if not reasons:
+            reasons.append("no configuration meets both SLOs at once.")
+    return Estimate(
+        model=model.id,
+        task="inference",
+        instance=target.instance.id,
+        count=count or 1,
+        chip=chip.id,
+        vendor=chip.vendor,
+        family=chip.family,
+        feasible=False,
+        reasons=tuple(reasons),
+        tp=None,
+        pp=None,
+        dp=None,
+        batch=wl.batch,
+        chips=target.instance.chips * (count or 1),
+        price=_price(target),
+        usd_per_hour=target.price.usd_per_hour * (count or 1) if target.price else None,
+        calibration=target.calibration_note,
+        assumptions=_assumptions(wl, target),
+    )
+
+
+def _price(target: Target) -> PriceUsed | None:
+    p = target.price
+    if p is None:
+        return None
+    return PriceUsed(p.instance, p.usd_per_hour, p.region, p.option, p.as_of, p.source)
+
+
+def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
+    prec = precision(wl.weight_dtype, wl.compute_dtype)
+    notes = [
+        f"weights {wl.weight_dtype} ({prec.weight_bytes:g} B/param in HBM), matmuls at {prec.flops_dtype} peak, "
+        f"KV cache {prec.kv_bytes:g} B/value",
+        (
+            "continuous batching: a request's TTFT is its own prefill plus one decode step"
+            if wl.batching == "continuous"
+            else "static batch: TTFT is the prefill of the whole batch"
+        ),
+        f"calibration: {target.calibration_note}",
+    ]
+    if target.is_neuron:
+        notes.append(
+            "Neuron: static shapes (prompt and context padded to power-of-two buckets), heads padded to tp"
+        )
+    if target.price is None:
+        notes.append(f"{target.instance.id} has no public price: cost is unknown; see break-even price")
+    else:
+        p = target.price
+        notes.append(f"price: ${p.usd_per_hour:g}/h {p.option} {p.region} as of {p.as_of} ({p.source})")
+    return tuple(notes)
+
+
+def _band(target: Target, metric: str, value: float | None, invert: bool = False) -> Band | None:
+    if value is None:
+        return None
+    low, high = target.calibration.band(target.chip.family, metric)
+    if invert:  # a cost moves opposite to the speed it is derived from
+        return Band(low=value / high, high=value / low)
+    return Band(low=value * low, high=value * high)
+
+
+def _estimate(
+    model: ModelSpec,
+    wl: InferenceWorkload,
+    target: Target,
+    i: int,
+    grid: Grid,
+    stages: Array,
+    perf: InferencePerf,
+    replicas: Array,
+    tok_s: Array,
+) -> Estimate:
+    count = int(grid.count[i])
+    price = target.price.usd_per_hour if target.price else None
+    throughput = float(tok_s[i])
+    usd_h = price * count if price is not None else None
+    per_1m_out = usd_h / (throughput * 3600) * 1e6 if usd_h and throughput > 0 else None
+    input_tok_s = float(replicas[i] * stages[i] * grid.batch[i] * wl.input_len / perf.prefill_s[i])
+    per_1m_in = usd_h / (input_tok_s * 3600) * 1e6 if usd_h else None
+    needed = wl.output_tokens_per_s
+    groups = math.ceil(needed / throughput) if needed and throughput > 0 else 1
+    month = usd_h * groups * SECONDS_PER_MONTH / 3600 if usd_h is not None else None
+    ttft_ms, tpot_ms = float(perf.ttft_s[i] * 1e3), float(perf.tpot_s[i] * 1e3)
+    bands = {
+        "ttft_ms": _band(target, "ttft_ms", ttft_ms),
+        "tpot_ms": _band(target, "tpot_ms", tpot_ms),
+        "output_tokens_per_s": _band(target, "output_tok_s", throughput),
+        "usd_per_1m_output_tokens": _band(target, "output_tok_s", per_1m_out, invert=True),
+    }
+    return Estimate(
+        model=model.id,
+        task="inference",
+        instance=target.instance.id,
+        count=count,
+        chip=target.chip.id,
+        vendor=target.chip.vendor,
+        family=target.chip.family,
+        feasible=True,
+        reasons=(),
+        tp=int(grid.tp[i]),
+        pp=int(stages[i]),
+        dp=int(replicas[i]),
+        batch=int(grid.batch[i]),
+        chips=target.instance.chips * count,
+        ttft_ms=ttft_ms,
+        tpot_ms=tpot_ms,
+        output_tokens_per_s=throughput,
+        memory_gib={
+            "weights": float(perf.weights_bytes[i] / GIB),
+            "kv_cache": float(perf.kv_bytes[i] / GIB),
+            "activations": float(perf.activation_bytes[i] / GIB),
+            "capacity": float(perf.capacity_bytes[i] / GIB),
+        },
+        price=_price(target),
+        usd_per_hour=usd_h,
+        usd_per_1m_output_tokens=per_1m_out,
+        usd_per_1m_input_tokens=per_1m_in,
+        instances_for_load=groups * count if needed else None,
+        usd_per_month=month,
+        bands={k: v for k, v in bands.items() if v is not None},
+        calibration=target.calibration_note,
+        assumptions=_assumptions(wl, target),
+    )

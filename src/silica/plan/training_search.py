@@ -1,0 +1,234 @@
+"""Search training deployments: instance x count x tp x pp, data parallelism fills the rest.
+
+Per instance type the best configuration is the cheapest run (fewest instance-hours) that fits in
+memory and meets the deadline; ties go to the faster one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from silica.errors import InputError
+from silica.models.spec import ModelSpec
+from silica.perf.kernels import ModelCosts, TrainStep, train_step
+from silica.perf.machine import GIB, machine_arrays
+from silica.perf.precision import precision
+from silica.plan.grid import make_grid
+from silica.plan.inference_search import _band, _price
+from silica.plan.targets import Target, legal_tp
+from silica.results import Estimate
+from silica.workload import TrainingWorkload
+
+__all__ = ["DEFAULT_DEADLINE_DAYS", "evaluate_training", "search_training"]
+
+Array = NDArray[np.float64]
+INSTANCE_COUNTS: tuple[int, ...] = tuple(2**k for k in range(13))  # 1 .. 4096 instances
+PIPELINE_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16)
+# With no deadline given, a run longer than this is not considered a plan.
+DEFAULT_DEADLINE_DAYS = 90.0
+
+
+def evaluate_training(
+    model: ModelSpec,
+    wl: TrainingWorkload,
+    targets: Sequence[Target],
+    inst: NDArray[np.int64],
+    tp: Array,
+    pp: Array,
+    dp: Array,
+) -> TrainStep:
+    prec = precision("bf16", wl.compute_dtype)
+    base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
+    m = base.take(inst)
+    n = inst.shape[0]
+    static = np.asarray([t.is_neuron for t in targets])[inst]
+    peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) * 1e12 for t in targets])[inst]
+    per_node = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[inst]
+    return train_step(
+        ModelCosts.of(model),
+        m,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        global_batch=np.full(n, float(wl.batch_sequences)),
+        micro_batch=np.full(n, float(wl.micro_batch)),
+        seq_len=np.full(n, float(wl.seq_len)),
+        w_bytes=np.full(n, 2.0),
+        act_bytes=np.full(n, prec.act_bytes),
+        zero_stage=wl.zero_stage,
+        pads_heads=static,
+        chip_peak_flops=peak,
+        units_per_node=per_node,
+    )
+
+
+def search_training(
+    model: ModelSpec,
+    wl: TrainingWorkload,
+    targets: Sequence[Target],
+    *,
+    count: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+) -> list[Estimate]:
+    tp_options = []
+    for t in targets:
+        options = legal_tp(model, t)
+        if tp is not None:
+            if tp not in options:
+                raise InputError(
+                    f"tp={tp} is not legal for {model.id} on {t.instance.id}.", f"pick --tp from {options}."
+                )
+            options = [tp]
+        tp_options.append(options)
+    counts = [count] if count is not None else list(INSTANCE_COUNTS)
+    grid = make_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
+    stages = grid.batch  # the grid's last axis carries pp here
+    units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
+    dp = units / (grid.tp * stages)
+    whole = (dp >= 1) & (np.abs(dp - np.round(dp)) < 1e-9) & (stages <= model.n_layers)
+    whole &= dp * wl.micro_batch <= wl.batch_sequences
+    keep = np.flatnonzero(whole)
+    inst, tpa, ppa, dpa, cnt = (
+        grid.inst[keep],
+        grid.tp[keep],
+        stages[keep],
+        np.round(dp[keep]),
+        grid.count[keep],
+    )
+    step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa)
+    capacity = np.asarray(
+        [(t.chip.hbm_gib or np.nan) * GIB * 0.9 / t.chip.tp_cores_per_chip for t in targets]
+    )[inst]
+    fits = step.memory_per_unit <= capacity
+    chips = cnt * np.asarray([t.instance.chips for t in targets], dtype=np.float64)[inst]
+    days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / 86400.0
+    deadline = wl.deadline_days or DEFAULT_DEADLINE_DAYS
+    on_time = days <= deadline if wl.tokens else np.ones_like(fits)
+    instance_hours = days * 24.0 * cnt if wl.tokens else cnt / step.tokens_per_s_per_chip
+    ok = fits & on_time & np.isfinite(step.step_s)
+    results = []
+    for i, target in enumerate(targets):
+        rows = np.flatnonzero(inst == i)
+        good = rows[ok[rows]]
+        if good.size == 0:
+            results.append(_infeasible(model, wl, target, rows, fits, days, deadline, count))
+            continue
+        order = np.lexsort((days[good], instance_hours[good]))
+        j = int(good[order[0]])
+        results.append(_estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity))
+    return results
+
+
+def _infeasible(
+    model: ModelSpec,
+    wl: TrainingWorkload,
+    target: Target,
+    rows: NDArray[np.intp],
+    fits: NDArray[np.bool_],
+    days: Array,
+    deadline: float,
+    count: int | None,
+) -> Estimate:
+    if rows.size == 0:
+        reason = f"no legal parallel layout of {model.id} on {target.instance.id} with this batch."
+    elif not fits[rows].any():
+        reason = "does not fit in memory: weights, gradients and optimizer states exceed HBM at every layout tried."
+    else:
+        best = float(np.nanmin(days[rows[fits[rows]]]))
+        source = "the deadline" if wl.deadline_days else f"the default {deadline:g}-day horizon"
+        reason = f"misses {source}: the fastest layout tried takes {best:.0f} days."
+    return Estimate(
+        model=model.id,
+        task="training",
+        instance=target.instance.id,
+        count=count or 1,
+        chip=target.chip.id,
+        vendor=target.chip.vendor,
+        family=target.chip.family,
+        feasible=False,
+        reasons=(reason,),
+        tp=None,
+        pp=None,
+        dp=None,
+        batch=wl.batch_sequences,
+        chips=target.instance.chips * (count or 1),
+        price=_price(target),
+        calibration=target.calibration_note,
+        assumptions=_assumptions(wl, target, deadline),
+    )
+
+
+def _assumptions(wl: TrainingWorkload, target: Target, deadline: float) -> tuple[str, ...]:
+    notes = [
+        f"mixed precision: bf16 weights and gradients, fp32 Adam states, matmuls at {wl.compute_dtype} peak",
+        f"ZeRO stage {wl.zero_stage}; selective activation recompute; 1F1B pipeline schedule",
+        f"global batch {wl.batch_sequences} sequences of {wl.seq_len} tokens, micro-batch {wl.micro_batch}",
+        f"calibration: {target.calibration_note}",
+    ]
+    if wl.tokens and not wl.deadline_days:
+        notes.append(f"no deadline given: runs longer than {deadline:g} days are not considered")
+    if target.price is None:
+        notes.append(f"{target.instance.id} has no public price: cost is unknown; see break-even price")
+    return tuple(notes)
+
+
+def _estimate(
+    model: ModelSpec,
+    wl: TrainingWorkload,
+    target: Target,
+    j: int,
+    step: TrainStep,
+    tp: Array,
+    pp: Array,
+    dp: Array,
+    cnt: Array,
+    chips: Array,
+    days: Array,
+    capacity: Array,
+) -> Estimate:
+    count = int(cnt[j])
+    price = target.price.usd_per_hour if target.price else None
+    usd_h = price * count if price is not None else None
+    train_days = float(days[j]) if wl.tokens else None
+    per_run = usd_h * train_days * 24.0 if usd_h is not None and train_days is not None else None
+    tok = float(step.tokens_per_s_per_chip[j])
+    return Estimate(
+        model=model.id,
+        task="training",
+        instance=target.instance.id,
+        count=count,
+        chip=target.chip.id,
+        vendor=target.chip.vendor,
+        family=target.chip.family,
+        feasible=True,
+        reasons=(),
+        tp=int(tp[j]),
+        pp=int(pp[j]),
+        dp=int(dp[j]),
+        batch=wl.batch_sequences,
+        chips=int(chips[j]),
+        step_s=float(step.step_s[j]),
+        tokens_per_s_per_chip=tok,
+        mfu=float(step.mfu[j]),
+        train_days=train_days,
+        memory_gib={"total": float(step.memory_per_unit[j] / GIB), "capacity": float(capacity[j] / GIB)},
+        price=_price(target),
+        usd_per_hour=usd_h,
+        usd_per_run=per_run,
+        usd_per_month=usd_h * 730.0 if usd_h is not None else None,
+        bands={
+            k: v
+            for k, v in {
+                "tokens_per_s_per_chip": _band(target, "train_tok_s_per_chip", tok),
+                "train_days": _band(target, "train_tok_s_per_chip", train_days, invert=True),
+                "usd_per_run": _band(target, "train_tok_s_per_chip", per_run, invert=True),
+            }.items()
+            if v is not None
+        },
+        calibration=target.calibration_note,
+        assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS),
+    )

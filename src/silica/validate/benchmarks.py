@@ -1,0 +1,116 @@
+"""Read measurements in the validation schema (shared/benchmarks/README.md).
+
+Column order is free and extra columns are ignored; a missing required column or a malformed
+number is a `DataFileError` naming the file, line and column.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from silica.errors import DataFileError
+
+__all__ = ["METRICS", "BenchmarkRow", "read_benchmarks"]
+
+METRICS = (
+    "ttft_ms",
+    "tpot_ms",
+    "output_tok_s",
+    "max_output_tok_s",
+    "encoder_seq_s",
+    "encoder_latency_ms",
+    "train_tok_s_per_chip",
+    "train_model_tflops_per_chip",
+)
+REQUIRED = ("chip", "chips", "task", "model", "metric", "value")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkRow:
+    id: str
+    run: str
+    source: str
+    chip: str
+    chips: int
+    instance: str
+    task: str
+    model: str
+    weight_dtype: str
+    compute_dtype: str
+    batch: int | None
+    micro_batch: int | None
+    input_len: int | None
+    output_len: int | None
+    seq_len: int | None
+    tp: int | None
+    pp: int | None
+    metric: str
+    value: float
+
+
+def _int(raw: dict[str, str], key: str, where: str) -> int | None:
+    text = (raw.get(key) or "").strip()
+    if not text:
+        return None
+    try:
+        return int(float(text))
+    except ValueError:
+        raise DataFileError(
+            f"{where}: column {key!r} is not a number: {text!r}.", "fix or empty that cell."
+        ) from None
+
+
+def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
+    path = Path(path)
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as err:
+        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
+    rows = []
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataFileError(
+                f"{path} lacks the column(s) {', '.join(missing)}.",
+                "use the schema of shared/benchmarks/README.md (column order is free).",
+            )
+        try:
+            for line, raw in enumerate(reader, start=2):
+                where = f"{path}:{line}"
+                try:
+                    value = float(raw["value"])
+                except (TypeError, ValueError):
+                    raise DataFileError(
+                        f"{where}: value {raw['value']!r} is not a number.", "fix that cell."
+                    ) from None
+                rows.append(
+                    BenchmarkRow(
+                        id=(raw.get("id") or str(line)).strip(),
+                        run=(raw.get("run") or "").strip(),
+                        source=(raw.get("source") or "").strip(),
+                        chip=raw["chip"].strip().lower(),
+                        chips=_int(raw, "chips", where) or 1,
+                        instance=(raw.get("instance") or "").strip(),
+                        task=raw["task"].strip(),
+                        model=raw["model"].strip(),
+                        weight_dtype=(raw.get("weight_dtype") or "bf16").strip() or "bf16",
+                        compute_dtype=(raw.get("compute_dtype") or "bf16").strip() or "bf16",
+                        batch=_int(raw, "batch", where),
+                        micro_batch=_int(raw, "micro_batch", where),
+                        input_len=_int(raw, "input_len", where),
+                        output_len=_int(raw, "output_len", where),
+                        seq_len=_int(raw, "seq_len", where),
+                        tp=_int(raw, "tp", where),
+                        pp=_int(raw, "pp", where),
+                        metric=raw["metric"].strip(),
+                        value=value,
+                    )
+                )
+        except UnicodeDecodeError as err:
+            raise DataFileError(f"{path} is not UTF-8 text: {err.reason}.", "pass a CSV file.") from err
+        except csv.Error as err:
+            raise DataFileError(f"{path} is not valid CSV: {err}.", "pass a CSV file.") from err
+    return rows

@@ -1,0 +1,114 @@
+"""Summaries of prediction error: what `silica validate` prints."""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from silica.catalog.schema import Catalog
+from silica.errors import DataFileError
+from silica.perf.calibration import Calibration
+from silica.validate.benchmarks import read_benchmarks
+from silica.validate.predict import Prediction, predict_rows
+
+__all__ = ["ValidationReport", "summarize", "validate", "write_predictions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    rows: int
+    predicted: int
+    skipped: int
+    median_ape: float | None
+    p90_ape: float | None
+    by_chip: dict[str, dict[str, Any]]
+    by_metric: dict[str, dict[str, Any]]
+    by_source: dict[str, dict[str, Any]]
+    skipped_rows: list[dict[str, str]]
+    predictions: tuple[Prediction, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "predicted": self.predicted,
+            "skipped": self.skipped,
+            "median_ape": self.median_ape,
+            "p90_ape": self.p90_ape,
+            "by_chip": self.by_chip,
+            "by_metric": self.by_metric,
+            "by_source": self.by_source,
+            "skipped_rows": self.skipped_rows,
+        }
+
+
+def _stats(apes: Sequence[float]) -> dict[str, Any]:
+    if not apes:
+        return {"n": 0, "median_ape": None, "p90_ape": None}
+    arr = np.asarray(apes)
+    return {"n": len(apes), "median_ape": float(np.median(arr)), "p90_ape": float(np.percentile(arr, 90))}
+
+
+def summarize(predictions: Sequence[Prediction]) -> ValidationReport:
+    done = [p for p in predictions if p.ape is not None]
+    by: dict[str, dict[str, list[float]]] = {
+        "chip": defaultdict(list),
+        "metric": defaultdict(list),
+        "source": defaultdict(list),
+    }
+    for p in done:
+        ape = p.ape or 0.0
+        by["chip"][p.row.chip].append(ape)
+        by["metric"][p.row.metric].append(ape)
+        by["source"][p.row.source].append(ape)
+    overall = _stats([p.ape or 0.0 for p in done])
+    return ValidationReport(
+        rows=len(predictions),
+        predicted=len(done),
+        skipped=len(predictions) - len(done),
+        median_ape=overall["median_ape"],
+        p90_ape=overall["p90_ape"],
+        by_chip={k: _stats(v) for k, v in sorted(by["chip"].items())},
+        by_metric={k: _stats(v) for k, v in sorted(by["metric"].items())},
+        by_source={k: _stats(v) for k, v in sorted(by["source"].items())},
+        skipped_rows=[{"id": p.row.id, "reason": p.skipped or ""} for p in predictions if p.ape is None],
+        predictions=tuple(predictions),
+    )
+
+
+def validate(
+    path: str | Path, calibration: Calibration | None = None, catalog: Catalog | None = None
+) -> ValidationReport:
+    return summarize(predict_rows(read_benchmarks(path), calibration, catalog))
+
+
+def write_predictions(report: ValidationReport, out: str | Path) -> None:
+    """Each row's prediction beside its measurement; written whole or not at all."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        with tmp.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["id", "chip", "model", "metric", "measured", "predicted", "ape", "skipped"])
+            for p in report.predictions:
+                writer.writerow(
+                    [
+                        p.row.id,
+                        p.row.chip,
+                        p.row.model,
+                        p.row.metric,
+                        p.row.value,
+                        "" if p.predicted is None else f"{p.predicted:.6g}",
+                        "" if p.ape is None else f"{p.ape:.4f}",
+                        p.skipped or "",
+                    ]
+                )
+        tmp.replace(out)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise DataFileError(f"Cannot write {out}: {err.strerror}.", "choose a writable --out path.") from err

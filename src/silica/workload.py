@@ -1,0 +1,150 @@
+"""What the user wants to run (a workload) and how it is laid out on hardware (a deployment).
+
+These are plain frozen values checked on construction: a bad value raises `InputError` with a fix,
+so every interface rejects bad input the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from silica.catalog.schema import DTYPES, Dtype
+from silica.errors import InputError
+
+__all__ = ["DTYPE_BYTES", "Deployment", "InferenceWorkload", "TrainingWorkload", "check_dtype"]
+
+# Bytes per value of each dtype; fp4 packs two values a byte (OCP MX / NVFP4 scales ignored).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5,
+}
+
+SECONDS_PER_MONTH = 730.0 * 3600.0  # AWS bills a month as 730 hours
+
+
+def check_dtype(value: str, what: str) -> Dtype:
+    if value not in DTYPES:
+        raise InputError(f"Unknown {what} {value!r}.", f"use one of {', '.join(DTYPES)}.")
+    return value  # type: ignore[return-value]
+
+
+def _positive(name: str, value: float | None, flag: str) -> None:
+    if value is not None and not value > 0:
+        raise InputError(f"{name} must be positive, got {value}.", f"pass {flag} with a value above 0.")
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceWorkload:
+    """Requests of `input_len` prompt tokens that each generate `output_len` tokens.
+
+    Load is either a request rate or output tokens per month (they describe the same thing; give one).
+    `batch` fixes the concurrent sequences; None lets the planner choose the best batch under the SLOs.
+    `seq_len` is a compiled maximum context (Neuron buckets); None means input_len + output_len.
+    """
+
+    input_len: int
+    output_len: int
+    batch: int | None = None
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+    rate_req_per_s: float | None = None
+    tokens_per_month: float | None = None
+    weight_dtype: Dtype = "bf16"
+    compute_dtype: Dtype = "bf16"
+    seq_len: int | None = None
+    batching: Literal["continuous", "static"] = "continuous"
+    task: Literal["inference"] = field(default="inference", init=False)
+
+    def __post_init__(self) -> None:
+        _positive("Input length", self.input_len, "--input-len")
+        if self.output_len < 0:
+            raise InputError(
+                f"Output length must be 0 or more, got {self.output_len}.", "pass --output-len >= 0."
+            )
+        _positive("Batch", self.batch, "--batch")
+        _positive("The TTFT SLO", self.ttft_slo_ms, "--ttft-slo-ms")
+        _positive("The TPOT SLO", self.tpot_slo_ms, "--tpot-slo-ms")
+        _positive("The request rate", self.rate_req_per_s, "--rate")
+        _positive("Tokens per month", self.tokens_per_month, "--tokens-per-month")
+        if self.rate_req_per_s is not None and self.tokens_per_month is not None:
+            implied = self.rate_req_per_s * self.output_len * SECONDS_PER_MONTH
+            if abs(implied - self.tokens_per_month) > 0.05 * self.tokens_per_month:
+                raise InputError(
+                    f"The request rate ({self.rate_req_per_s:g}/s x {self.output_len} output tokens = "
+                    f"{implied:.3g} tokens/month) contradicts tokens per month ({self.tokens_per_month:.3g}).",
+                    "give only one of --rate and --tokens-per-month.",
+                )
+        check_dtype(self.weight_dtype, "weight dtype")
+        check_dtype(self.compute_dtype, "compute dtype")
+        if self.seq_len is not None and self.seq_len < self.input_len + self.output_len:
+            raise InputError(
+                f"seq_len {self.seq_len} is shorter than input + output ({self.input_len + self.output_len}).",
+                "raise --seq-len or shorten the request.",
+            )
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        """The sustained output token rate the load asks for, if a load was given."""
+        if self.rate_req_per_s is not None:
+            return self.rate_req_per_s * self.output_len
+        if self.tokens_per_month is not None:
+            return self.tokens_per_month / SECONDS_PER_MONTH
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingWorkload:
+    """Train on `tokens` tokens in sequences of `seq_len`, `global_batch` sequences a step.
+
+    `tokens` may be None when only throughput is asked for (validation rows, step-time estimates).
+    """
+
+    seq_len: int
+    tokens: float | None = None
+    global_batch: int | None = None  # None: about 4M tokens a step (Llama 3 recipe scale)
+    micro_batch: int = 1
+    deadline_days: float | None = None
+    compute_dtype: Dtype = "bf16"
+    zero_stage: int = 1
+    task: Literal["training"] = field(default="training", init=False)
+
+    def __post_init__(self) -> None:
+        _positive("Sequence length", self.seq_len, "--seq-len")
+        _positive("Tokens", self.tokens, "--tokens")
+        _positive("Global batch", self.global_batch, "--global-batch")
+        _positive("Micro batch", self.micro_batch, "--micro-batch")
+        _positive("The deadline", self.deadline_days, "--deadline-days")
+        check_dtype(self.compute_dtype, "compute dtype")
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise InputError(f"ZeRO stage must be 0-3, got {self.zero_stage}.", "pass --zero 0, 1, 2 or 3.")
+
+    @property
+    def batch_sequences(self) -> int:
+        return self.global_batch or max(1, round(4 * 1024 * 1024 / self.seq_len))
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """`count` instances of one type, split by tensor (tp), pipeline (pp) and data (dp) parallelism.
+
+    tp counts tensor-parallel units: GPUs on NVIDIA, NeuronCores on Neuron (2 per Inferentia2 or
+    Trainium1 chip, 4 logical cores per Trainium2/3 chip). None lets Silica choose.
+    """
+
+    instance: str
+    count: int = 1
+    tp: int | None = None
+    pp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        _positive("Instance count", self.count, "INSTANCExCOUNT")
+        _positive("tp", self.tp, "--tp")
+        _positive("pp", self.pp, "--pp")
+        _positive("ep", self.ep, "--ep")
