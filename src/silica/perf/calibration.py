@@ -32,21 +32,26 @@ class FamilyParams:
     """How close a chip family gets to its datasheet, in six physically meaningful numbers.
 
     compute_eff_max      fraction of dense peak a large matmul reaches
-    compute_half_tokens  tokens per matmul at which efficiency is half of that maximum
-                         (small matmuls cannot fill the systolic array / tensor cores)
+    compute_half_gflop   matmul work per unit per layer (GFLOP) at which efficiency is half of
+                         that maximum: small matmuls (few tokens, or weights split thin by
+                         tensor parallelism) cannot fill the systolic array / tensor cores
     memory_eff           fraction of peak HBM bandwidth a weight or KV stream reaches
     layer_overhead_us    fixed time per transformer layer per forward step (launch, sync, DMA setup)
     collective_latency_us  fixed time per collective (all-reduce) between chips
-    elementwise_passes   round trips of a token's hidden vector through HBM per layer for the
-                         non-matmul work (norms, activations, residuals, softmax I/O)
+    collective_bw_eff    fraction of the chip-to-chip link bandwidth a tensor-parallel
+                         all-reduce reaches (NCCL over NVLink gets most of it)
+    attention_eff        efficiency of the attention math (QK^T, softmax, AV) relative to a large
+                         matmul: near 1 with fused flash-attention kernels, far lower where the
+                         score matrix is materialised and the softmax runs on vector engines
     """
 
     compute_eff_max: float
-    compute_half_tokens: float
+    compute_half_gflop: float
     memory_eff: float
     layer_overhead_us: float
     collective_latency_us: float
-    elementwise_passes: float
+    collective_bw_eff: float
+    attention_eff: float
 
 
 PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
@@ -54,21 +59,23 @@ PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
 # Physical bounds the fit may not leave: efficiencies are fractions, times are non-negative.
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_eff_max": (0.05, 0.98),
-    "compute_half_tokens": (1.0, 4096.0),
+    "compute_half_gflop": (0.001, 1000.0),
     "memory_eff": (0.2, 0.98),
     "layer_overhead_us": (0.5, 2000.0),
     "collective_latency_us": (1.0, 2000.0),
-    "elementwise_passes": (0.5, 200.0),
+    "collective_bw_eff": (0.01, 1.0),
+    "attention_eff": (0.01, 1.0),
 }
 
 # Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
 DEFAULT_PARAMS = FamilyParams(
     compute_eff_max=0.7,
-    compute_half_tokens=64.0,
+    compute_half_gflop=1.0,
     memory_eff=0.8,
     layer_overhead_us=20.0,
     collective_latency_us=20.0,
-    elementwise_passes=10.0,
+    collective_bw_eff=0.7,
+    attention_eff=0.5,
 )
 
 # Nearest measured family for each family without measurements of its own, and why.

@@ -22,6 +22,9 @@ Array = NDArray[np.float64]
 DECODE_SAMPLES = 4
 # Smallest compiled bucket of the Neuron decoder libraries (transformers-neuronx / NxD Inference).
 NEURON_MIN_BUCKET = 128.0
+# Share of free device memory a serving engine gives the KV cache: TensorRT-LLM's default
+# `kv_cache_free_gpu_mem_fraction` (0.9, TensorRT-LLM docs, "KV cache memory").
+KV_SHARE_OF_FREE_MEMORY = 0.9
 
 
 def neuron_bucket(tokens: Array, seq_len: Array) -> Array:
@@ -47,7 +50,9 @@ class InferencePerf:
 
     @property
     def fits(self) -> Array:
-        return self.used_bytes <= self.capacity_bytes
+        # The KV cache may take only a share of what weights and activations leave free.
+        free = self.capacity_bytes - self.weights_bytes - self.activation_bytes
+        return (free > 0) & (self.kv_bytes <= KV_SHARE_OF_FREE_MEMORY * free)
 
 
 def inference_perf(

@@ -101,15 +101,20 @@ def _padded_heads(c: ModelCosts, tp: Array, pads_heads: Array) -> Array:
     return np.where(pads_heads, padded, c.n_heads)
 
 
-def _matmul_eff(m: Machine, tokens: Array) -> Array:
-    # Small matmuls cannot fill the tensor engine: efficiency rises with tokens per matmul.
-    return m.eff_max * tokens / (tokens + m.half_tokens)
+def _matmul_eff(c: ModelCosts, m: Machine, tokens: Array, tp: Array) -> Array:
+    """Small matmuls cannot fill the tensor engine: efficiency rises with the work per unit.
+
+    The work is one layer's matmul FLOPs on one unit: tokens x the layer's weights / tp. Few tokens
+    (decode) or weights split thin over many units both make it small.
+    """
+    work = 2.0 * tokens * c.matmul_params / c.n_layers / tp
+    return m.eff_max * work / (work + m.half_flops)
 
 
 def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
-    """Ring all-reduce: latency + 2 (n-1)/n x bytes / link bandwidth (Patarasuk & Yuan 2009)."""
+    """Ring all-reduce: latency + 2 (n-1)/n x bytes / achieved link bandwidth (Patarasuk & Yuan 2009)."""
     chips = np.maximum(tp / m.units_per_chip, 1.0)
-    wire = 2.0 * (chips - 1.0) / chips * msg_bytes / m.link_bw
+    wire = 2.0 * (chips - 1.0) / chips * msg_bytes / (m.link_bw * m.coll_bw_eff)
     return np.where(tp > 1, n_collectives * (m.coll_s + wire), 0.0)
 
 
@@ -129,14 +134,13 @@ def prefill_seconds(
     tokens = batch * length
     heads = _padded_heads(c, tp, pads_heads)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
-    flops = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads)
-    t_compute = flops / tp / (m.unit_flops * _matmul_eff(m, tokens))
+    work = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads) / m.attn_eff
+    t_compute = work / tp / (m.unit_flops * _matmul_eff(c, m, tokens, tp))
     streamed = c.weights_read(tokens) * w_bytes / tp + tokens * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
     t_memory = streamed / (m.unit_bw * m.mem_eff)
-    elementwise = m.elem_passes * tokens * c.d_model * act_bytes * c.n_layers / tp / (m.unit_bw * m.mem_eff)
     comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, tokens * c.d_model * act_bytes)
     stages = (pp - 1.0) * (m.coll_s + tokens * c.d_model * act_bytes / m.link_bw)
-    return np.maximum(t_compute, t_memory) + elementwise + c.n_layers * m.layer_s + comm + stages
+    return np.maximum(t_compute, t_memory) + c.n_layers * m.layer_s + comm + stages
 
 
 def decode_seconds(
@@ -153,18 +157,17 @@ def decode_seconds(
 ) -> Array:
     """Time for one decode step that extends `batch` sequences whose KV cache holds `context` tokens."""
     heads = _padded_heads(c, tp, pads_heads)
-    flops = 2.0 * batch * c.matmul_params + c.attention_flops(batch, context, heads)
-    t_compute = flops / tp / (m.unit_flops * _matmul_eff(m, batch))
+    work = 2.0 * batch * c.matmul_params + c.attention_flops(batch, context, heads) / m.attn_eff
+    t_compute = work / tp / (m.unit_flops * _matmul_eff(c, m, batch, tp))
     sliding = np.minimum(context, c.window) if c.window else context
     kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
     streamed = c.weights_read(batch) * w_bytes / tp + batch * kv_tokens * c.kv_bytes_per_token_per_unit(
         tp, kv_bytes
     )
     t_memory = streamed / (m.unit_bw * m.mem_eff)
-    elementwise = m.elem_passes * batch * c.d_model * act_bytes * c.n_layers / tp / (m.unit_bw * m.mem_eff)
     comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, batch * c.d_model * act_bytes)
     stages = (pp - 1.0) * (m.coll_s + batch * c.d_model * act_bytes / m.link_bw)
-    return np.maximum(t_compute, t_memory) + elementwise + c.n_layers * m.layer_s + comm + stages
+    return np.maximum(t_compute, t_memory) + c.n_layers * m.layer_s + comm + stages
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
@@ -236,21 +239,22 @@ def train_step(
     mb_tokens = micro_batch * seq_len
     n_micro = np.maximum(global_batch / (dp * micro_batch), 1.0)
     # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
-    fwd_flops = (2.0 * mb_tokens * c.matmul_params + c.attention_flops(mb_tokens, seq_len / 2.0, heads)) / pp
-    t_compute = 3.0 * fwd_flops / tp / (m.unit_flops * _matmul_eff(m, mb_tokens))
+    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads) / m.attn_eff
+    fwd_flops = (2.0 * mb_tokens * c.matmul_params + attention) / pp
+    t_compute = 3.0 * fwd_flops / tp / (m.unit_flops * _matmul_eff(c, m, mb_tokens, tp))
     t_weights = 3.0 * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
     layers = c.n_layers / pp
-    elementwise = (
-        3.0 * m.elem_passes * mb_tokens * c.d_model * act_bytes * layers / tp / (m.unit_bw * m.mem_eff)
-    )
     tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * act_bytes)
-    per_micro = np.maximum(t_compute, t_weights) + elementwise + 3.0 * layers * m.layer_s + tp_comm
+    per_micro = np.maximum(t_compute, t_weights) + 3.0 * layers * m.layer_s + tp_comm
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
     grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
     multi_node = units > units_per_node
     dp_bw = np.where(multi_node, m.net_bw / units_per_node, m.link_bw)
     t_dp = np.where(
-        dp > 1, 2.0 * (dp - 1.0) / dp * grad_bytes / dp_bw + m.coll_s * np.log2(np.maximum(dp, 2.0)), 0.0
+        dp > 1,
+        2.0 * (dp - 1.0) / dp * grad_bytes / (dp_bw * m.coll_bw_eff)
+        + m.coll_s * np.log2(np.maximum(dp, 2.0)),
+        0.0,
     )
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
     step = pipeline + exposed_dp

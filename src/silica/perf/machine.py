@@ -21,8 +21,8 @@ __all__ = ["Machine", "machine_arrays", "with_params"]
 Array = NDArray[np.float64]
 GIB = 2.0**30
 
-# Memory a runtime keeps for itself (CUDA context, NCCL buffers, Neuron runtime, fragmentation).
-USABLE_MEMORY_FRACTION = 0.9
+# Device memory a runtime keeps for itself per chip (CUDA context and NCCL buffers, Neuron runtime).
+RUNTIME_RESERVE_GIB = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +37,12 @@ class Machine:
     units_per_chip: Array
     units_per_instance: Array
     eff_max: Array
-    half_tokens: Array
+    half_flops: Array  # matmul FLOPs per unit per layer at half efficiency
     mem_eff: Array
     layer_s: Array
     coll_s: Array
-    elem_passes: Array
+    coll_bw_eff: Array
+    attn_eff: Array
 
     @property
     def size(self) -> int:
@@ -89,18 +90,19 @@ def machine_arrays(
         unit_flops=col([_peak_tflops(chip, d) * 1e12 for (chip, _, _), d in zip(rows, dtypes, strict=True)])
         / units,
         unit_bw=col([(chip.hbm_tb_per_s or float("nan")) * 1e12 for chip, _, _ in rows]) / units,
-        unit_mem=col([(chip.hbm_gib or float("nan")) * GIB * USABLE_MEMORY_FRACTION for chip, _, _ in rows])
+        unit_mem=col([((chip.hbm_gib or float("nan")) - RUNTIME_RESERVE_GIB) * GIB for chip, _, _ in rows])
         / units,
         link_bw=link,
         net_bw=net,
         units_per_chip=units,
         units_per_instance=units * chips_per_instance,
         eff_max=col([p.compute_eff_max for p in params]),
-        half_tokens=col([p.compute_half_tokens for p in params]),
+        half_flops=col([p.compute_half_gflop * 1e9 for p in params]),
         mem_eff=col([p.memory_eff for p in params]),
         layer_s=col([p.layer_overhead_us * 1e-6 for p in params]),
         coll_s=col([p.collective_latency_us * 1e-6 for p in params]),
-        elem_passes=col([p.elementwise_passes for p in params]),
+        coll_bw_eff=col([p.collective_bw_eff for p in params]),
+        attn_eff=col([p.attention_eff for p in params]),
     )
 
 
@@ -113,9 +115,10 @@ def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
     return replace(
         m,
         eff_max=col("compute_eff_max"),
-        half_tokens=col("compute_half_tokens"),
+        half_flops=col("compute_half_gflop") * 1e9,
         mem_eff=col("memory_eff"),
         layer_s=col("layer_overhead_us") * 1e-6,
         coll_s=col("collective_latency_us") * 1e-6,
-        elem_passes=col("elementwise_passes"),
+        coll_bw_eff=col("collective_bw_eff"),
+        attn_eff=col("attention_eff"),
     )

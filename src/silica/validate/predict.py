@@ -18,7 +18,7 @@ from silica.catalog.schema import DTYPES, Catalog, Chip, Dtype, Instance
 from silica.errors import SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import Calibration, FamilyParams, load_calibration
+from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
 from silica.perf.inference import inference_perf
 from silica.perf.kernels import ModelCosts, train_step
 from silica.perf.machine import Machine, machine_arrays, with_params
@@ -132,10 +132,9 @@ class Prepared:
         for g in self.groups:
             if not families.intersection(g.families):
                 continue
-            params = [params_by_family.get(f) for f in g.families]
-            if any(p is None for p in params):
-                continue
-            out_g = _evaluate(g, with_params(g.machine, params))  # type: ignore[arg-type]
+            # Rows of other families share the group; their values are not used, any parameters do.
+            params = [params_by_family.get(f, DEFAULT_PARAMS) for f in g.families]
+            out_g = _evaluate(g, with_params(g.machine, params))
             for j, row_index in enumerate(g.rows):
                 out[row_index] = out_g[j]
         return out
@@ -168,7 +167,7 @@ def _build(
     dtypes: list[Dtype] = []
     for i, _ in configs:
         chip = catalog.chips[rows[i].chip]
-        hw.append((chip, _instance_for(rows[i], chip, catalog), FamilyParams(0.5, 1, 0.5, 1, 1, 1)))
+        hw.append((chip, _instance_for(rows[i], chip, catalog), DEFAULT_PARAMS))
         dtypes.append(precision(rows[i].weight_dtype, rows[i].compute_dtype).flops_dtype)  # type: ignore[arg-type]
     machine = machine_arrays(hw, dtypes)
 
