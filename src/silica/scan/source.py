@@ -1,0 +1,96 @@
+"""What `silica scan` was pointed at: a registry model id, a config.json, a Python factory or a directory.
+
+This module reads files and JSON only; it never imports torch and never runs user code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from silica.errors import DataFileError, InputError, UnknownNameError
+
+__all__ = ["ModelSource", "bundled_model_ids", "load_registry_config", "resolve"]
+
+_FACTORY = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+_FIX = "pass a registry model id (silica.models.list_models()), a config.json path, or FILE.py:FACTORY."
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    kind: Literal["registry", "config", "factory", "code"]
+    subject: str
+    config: dict[str, Any] = field(default_factory=dict)  # Hugging Face config values, `_`-keys removed
+    path: Path | None = None
+    factory: str = ""
+
+
+def bundled_model_ids() -> list[str]:
+    folder = resources.files("silica").joinpath("data", "models")
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _clean(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise DataFileError(f"{where} is not a JSON object.", "pass a Hugging Face config.json.")
+    config = {k: v for k, v in raw.items() if not str(k).startswith("_")}
+    if not isinstance(config.get("model_type"), str):
+        raise DataFileError(
+            f"{where} has no model_type.", 'add "model_type" (e.g. "llama") as in a Hugging Face config.json.'
+        )
+    return config
+
+
+def load_registry_config(name: str) -> dict[str, Any]:
+    """A bundled config by id: through `silica.models.load_config` when that exists, else the JSON file."""
+    try:
+        from silica import models
+
+        loader = getattr(models, "load_config", None)
+    except ImportError:  # pragma: no cover - the models package ships with silica
+        loader = None
+    if callable(loader):
+        raw = loader(name)
+    else:
+        known = bundled_model_ids()
+        if name not in known:
+            raise UnknownNameError("model", name, known, _FIX)
+        text = (
+            resources.files("silica").joinpath("data", "models", f"{name}.json").read_text(encoding="utf-8")
+        )
+        raw = json.loads(text)
+    return _clean(raw, f"model {name!r}")
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataFileError(
+            f"Cannot read {path} as JSON: {err}.", "pass a Hugging Face config.json."
+        ) from err
+    return _clean(raw, str(path))
+
+
+def resolve(subject: str) -> ModelSource:
+    """Decide what `subject` names. Bad paths and unknown ids raise `InputError` subclasses."""
+    m = _FACTORY.match(subject)
+    if m:
+        path = Path(m["path"])
+        if not path.is_file():
+            raise InputError(
+                f"Factory file {path} does not exist.", "pass FILE.py:FACTORY with an existing file."
+            )
+        return ModelSource("factory", subject, path=path, factory=m["name"])
+    path = Path(subject)
+    if path.is_dir():
+        return ModelSource("code", subject, path=path)
+    if path.is_file():
+        return ModelSource("config", subject, _read_config(path), path=path)
+    if subject.endswith((".json", ".py")) or "/" in subject:
+        raise InputError(f"{subject} does not exist.", _FIX)
+    return ModelSource("registry", subject, load_registry_config(subject))

@@ -1,0 +1,219 @@
+"""From what a scan found to a verdict per target, a CPU-fallback plan and an effort estimate.
+
+The rules, applied to each target (Inferentia2, Trainium1, Trainium2, Trainium3):
+
+* blocked — a finding whose impact on the target is `blocker` (an unsupported dtype such as complex on
+  Inferentia2), or unsupported operators that the graph partitioner cannot take: the device-supported share
+  of operator nodes is below `torch_neuronx.PartitionerConfig`'s default threshold of 0.5.
+* needs-work — unsupported operators that can fall back to CPU partitions, limited operators (a limiting
+  configuration met, or a row marked limited), graph breaks, `needs-work` findings, or no maintained
+  software path for the architecture on the target (community or legacy code only, a closed beta, none).
+* ready — none of the above. Lifecycle caveats (maintenance mode, pinned SDKs) become notes.
+
+Effort is the path's base weeks plus the per-item weeks of `data/neuron/effort.yaml`, rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from silica.scan.knowledge import ArchRow, Knowledge
+from silica.scan.report import TARGETS, FallbackPlan, Finding, OpUse, Target, TargetVerdict, Verdict
+
+__all__ = ["PARTITIONER_THRESHOLD", "fallback_plan", "software_path", "verdicts"]
+
+# torch_neuronx.PartitionerConfig(model_support_percentage_threshold=0.5) is the default, per
+# aws-neuron/aws-neuron-sdk:frameworks/torch/torch-neuronx/api-reference-guide/inference/
+# api-torch-neuronx-trace.rst
+PARTITIONER_THRESHOLD = 0.5
+_PATH_ORDER = ("supported", "maintenance", "trace", "community", "preview", "none")
+_WORK_PATHS = {
+    "community": "only community or legacy code runs this architecture here ({libs}): "
+    "test, fix and own the port",
+    "preview": "only TorchNeuron (closed beta) documents this target for a generic model",
+    "none": "no Neuron library runs this architecture here: port the modeling code to NxD",
+}
+
+
+def fallback_plan(on_device: Sequence[bool], ops_in_order: Sequence[str], graph_breaks: int) -> FallbackPlan:
+    """Which nodes go to the CPU, in how many partitions (runs of unsupported nodes in graph order)."""
+    total = len(on_device)
+    cpu = [op for op, ok in zip(ops_in_order, on_device, strict=True) if not ok]
+    runs = sum(1 for i, ok in enumerate(on_device) if not ok and (i == 0 or on_device[i - 1]))
+    share = (total - len(cpu)) / total if total else 1.0
+    return FallbackPlan(
+        cpu_ops=tuple(dict.fromkeys(cpu)),
+        cpu_nodes=len(cpu),
+        cpu_partitions=runs,
+        graph_breaks=graph_breaks,
+        supported_share=round(share, 4),
+        viable=share >= PARTITIONER_THRESHOLD,
+        threshold=PARTITIONER_THRESHOLD,
+    )
+
+
+def _lifecycle_notes(kb: Knowledge, library: str, target: str) -> list[str]:
+    return [
+        f"{row.library}: {row.note} [{row.source}]"
+        for row in kb.lifecycle
+        if row.library == library and target in row.targets.split(";") and row.status != "current"
+    ]
+
+
+def _rank(kb: Knowledge, row: ArchRow, target: str) -> str:
+    pin = row.pins()[target]
+    if row.support in ("community", "legacy"):
+        return "community"
+    if pin or row.support == "samples":
+        return "maintenance"
+    maintained = any(
+        lc.library == row.library and target in lc.targets.split(";") and lc.status == "maintenance"
+        for lc in kb.lifecycle
+    )
+    return "maintenance" if maintained else "supported"
+
+
+def software_path(
+    kb: Knowledge, model_type: str | None, is_llm: bool, target: str
+) -> tuple[str, tuple[str, ...], list[str]]:
+    """The best path for an architecture on a target: (kind, libraries, notes)."""
+    rows = [r for r in kb.archs.get(model_type or "", ()) if target in r.pins()]
+    if rows:
+        ranked = sorted(rows, key=lambda r: _PATH_ORDER.index(_rank(kb, r, target)))
+        best = _rank(kb, ranked[0], target)
+        libs = tuple(
+            dict.fromkeys(
+                r.library + (f" (SDK {r.pins()[target]})" if r.pins()[target] else "") for r in ranked
+            )
+        )
+        notes: list[str] = []
+        for r in ranked:
+            if _rank(kb, r, target) == best:
+                notes.append(f"{r.library} {r.sdk}: {r.note} [{r.source}]")
+                notes.extend(_lifecycle_notes(kb, r.library, target))
+        return best, libs, list(dict.fromkeys(notes))
+    if is_llm:
+        return "none", (), []
+    if target == "trainium3":
+        return "preview", ("TorchNeuron",), _lifecycle_notes(kb, "TorchNeuron", target)
+    return "trace", ("torch-neuronx",), _lifecycle_notes(kb, "torch-neuronx", target)
+
+
+def _round_up(weeks: float, step: float) -> float:
+    return math.ceil(round(weeks / step, 6)) * step
+
+
+def _grouped(findings: Sequence[Finding], *, with_message: bool) -> list[str]:
+    """One line per rule: its title and up to three locations (or its message when it has none)."""
+    by_rule: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_rule[f.rule].append(f)
+    out = []
+    for group in by_rule.values():
+        where = [f.location for f in group if f.location]
+        text = group[0].title
+        if where:
+            more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+            text += " at " + ", ".join(where[:3]) + more
+        if with_message or not where:
+            text += f": {group[0].message}"
+        out.append(text)
+    return out
+
+
+def _finding_weeks(kb: Knowledge, findings: Iterable[Finding], target: str) -> list[tuple[str, float]]:
+    by_rule: dict[str, float] = defaultdict(float)
+    for f in findings:
+        if f.impact.get(target, "info") != "info":
+            by_rule[f.rule] += f.effort_weeks
+    caps = {r.id: r.effort_cap_weeks for r in kb.code_rules}
+    return [(f"finding {rule}", min(weeks, caps.get(rule, weeks))) for rule, weeks in sorted(by_rule.items())]
+
+
+def _one(
+    kb: Knowledge,
+    target: Target,
+    *,
+    kind: str,
+    model_type: str | None,
+    is_llm: bool,
+    ops: Sequence[OpUse],
+    plan: FallbackPlan,
+    findings: Sequence[Finding],
+) -> TargetVerdict:
+    rules = kb.effort
+    blockers: list[str] = []
+    work: list[str] = []
+    breakdown: list[tuple[str, float]] = []
+    if kind == "model":
+        path, libs, notes = software_path(kb, model_type, is_llm, target)
+        breakdown.append((f"path {path}", rules.path_weeks[path]))
+        if path in _WORK_PATHS:
+            work.append(_WORK_PATHS[path].format(libs=", ".join(libs)))
+    else:
+        path, libs, notes = "code", (), []
+    unsupported = [o for o in ops if o.status == "unsupported"]
+    limited = [o for o in ops if o.status == "limited"]
+    if unsupported:
+        names = ", ".join(o.op for o in unsupported)
+        if plan.viable:
+            work.append(
+                f"unsupported operators fall back to CPU ({names}): {plan.cpu_partitions} CPU partition(s), "
+                f"{plan.supported_share:.0%} of operator nodes on the device"
+            )
+        else:
+            blockers.append(
+                f"unsupported operators ({names}) leave {plan.supported_share:.0%} of operator nodes "
+                "on the device, "
+                f"below the partitioner's {plan.threshold:.0%} threshold"
+            )
+        breakdown.append(("unsupported operators", len(unsupported) * rules.unsupported_op_weeks))
+        breakdown.append(("CPU partitions", plan.cpu_partitions * rules.cpu_partition_weeks))
+    if limited:
+        work.append(
+            "limited operators: "
+            + ", ".join(o.op + (f" [{o.condition}]" if o.condition else "") for o in limited)
+        )
+        breakdown.append(("limited operators", len(limited) * rules.limited_op_weeks))
+    if plan.graph_breaks:
+        work.append(f"{plan.graph_breaks} graph break(s): Neuron compiles static graphs")
+        breakdown.append(("graph breaks", plan.graph_breaks * rules.graph_break_weeks))
+    blockers += _grouped([f for f in findings if f.impact.get(target) == "blocker"], with_message=True)
+    work += _grouped([f for f in findings if f.impact.get(target) == "needs-work"], with_message=False)
+    breakdown.extend(_finding_weeks(kb, findings, target))
+    verdict: Verdict = "blocked" if blockers else "needs-work" if work else "ready"
+    total = _round_up(sum(w for _, w in breakdown), rules.round_to_weeks)
+    return TargetVerdict(
+        target=target,
+        verdict=verdict,
+        blockers=tuple(blockers),
+        work=tuple(dict.fromkeys(work)),
+        notes=tuple(notes),
+        path=path,
+        libraries=libs,
+        fallback=plan,
+        effort_weeks=total,
+        effort_breakdown=tuple((k, round(w, 3)) for k, w in breakdown if w),
+    )
+
+
+def verdicts(
+    kb: Knowledge,
+    *,
+    kind: str,
+    model_type: str | None = None,
+    is_llm: bool = False,
+    ops: Sequence[OpUse] = (),
+    plan: FallbackPlan | None = None,
+    findings: Sequence[Finding] = (),
+) -> tuple[dict[str, TargetVerdict], float]:
+    """Verdicts for every target, and the overall effort: the cheapest target that is not blocked."""
+    plan = plan or fallback_plan((), (), 0)
+    out: dict[str, TargetVerdict] = {
+        t: _one(kb, t, kind=kind, model_type=model_type, is_llm=is_llm, ops=ops, plan=plan, findings=findings)
+        for t in TARGETS
+    }
+    open_ = [v.effort_weeks for v in out.values() if v.verdict != "blocked"]
+    return out, min(open_ or [v.effort_weeks for v in out.values()])

@@ -1,0 +1,190 @@
+"""Code scans: dependency files, Python calls, kernels and bad files, each finding with file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from silica.errors import InputError
+from silica.scan import scan_code
+from silica.scan.code_deps import packages_in
+
+
+def _write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+GPU_REPO = {
+    "requirements.txt": "torch>=2.3\nflash-attn==2.5.8  # fast attention\nnumpy\n",
+    "src/model.py": (
+        "import torch\n"
+        "from flash_attn import flash_attn_func\n"
+        "\n"
+        "def attend(q, k, v):\n"
+        "    if q.abs().max().item() > 1e4:\n"
+        "        q = q.double()\n"
+        "    torch.cuda.synchronize()\n"
+        "    return flash_attn_func(q.cuda(), k, v)\n"
+    ),
+    "csrc/rope.cu": "#include <cuda_runtime.h>\n\n__global__ void rope(float* x) {}\n",
+    "csrc/rope.cuh": "#pragma once\n",
+}
+
+
+def _locations(report: object, rule: str) -> list[str]:
+    return [f.location for f in report.findings if f.rule == rule]  # type: ignore[attr-defined]
+
+
+def test_flash_attn_and_cuda_kernel_repo_needs_work_with_file_lines(tmp_path: Path) -> None:
+    report = scan_code(_write(tmp_path, GPU_REPO))
+    assert {v.verdict for v in report.target_verdicts.values()} <= {"needs-work", "blocked"}
+    assert report.target_verdicts["trainium2"].verdict == "needs-work"
+    assert _locations(report, "flash-attn") == ["requirements.txt:2", "src/model.py:2"]
+    assert _locations(report, "cuda-source") == ["csrc/rope.cu:3", "csrc/rope.cuh:1"]
+    assert _locations(report, "data-dependent-control-flow") == ["src/model.py:5"]
+    assert _locations(report, "torch-cuda") == ["src/model.py:7", "src/model.py:8"]
+    assert _locations(report, "float64") == ["src/model.py:6"]
+    flash = next(f for f in report.findings if f.rule == "flash-attn")
+    assert "NKI" in flash.alternative
+    cu = next(f for f in report.findings if f.rule == "cuda-source")
+    assert "NKI" in cu.alternative
+    # two flash-attn findings at 0.5 (cap 1.0) + two kernel files at 2.0 + control flow 0.25 + torch.cuda 0.1
+    assert report.effort_weeks == 5.5
+
+
+def test_clean_repository_is_ready(tmp_path: Path) -> None:
+    report = scan_code(
+        _write(
+            tmp_path, {"requirements.txt": "numpy\ntorch\n", "app.py": "import torch\nx = torch.ones(2)\n"}
+        )
+    )
+    assert report.to_dict()["target_verdicts"] == dict.fromkeys(report.target_verdicts, "ready")
+    assert report.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("source", "rule", "line"),
+    [
+        ("import torch as T\nT.cuda.manual_seed(0)\n", "torch-cuda", 2),
+        ("import torch\ns = torch.cuda.Stream()\n", "cuda-streams-graphs", 2),
+        ("import torch\nx = torch.zeros(2, device='cuda:1')\n", "torch-cuda", 2),
+        ("from torch.utils.cpp_extension import CUDAExtension\n", "cpp-extension", 1),
+        ("import triton\n\n@triton.jit\ndef k(x):\n    pass\n", "triton-kernel", 4),
+        ("import torch\nz = torch.view_as_complex(x)\n", "complex-math", 2),
+        ("import torch\nwhile torch.any(x > 0):\n    x = x - 1\n", "data-dependent-control-flow", 2),
+        ("import torch\nidx = x.nonzero()\n", "dynamic-shape-op", 2),
+        (
+            "from transformers import AutoModel\n"
+            "m = AutoModel.from_pretrained('x', attn_implementation='flash_attention_2')\n",
+            "flash-attn",
+            2,
+        ),
+        (
+            "import torch\nfrom torch.nn.attention import SDPBackend\nb = SDPBackend.FLASH_ATTENTION\n",
+            "cuda-attention-backend",
+            3,
+        ),
+        ("import torch.distributed as dist\ndist.init_process_group(backend='nccl')\n", "nccl", 2),
+        ("import bitsandbytes as bnb\n", "bitsandbytes", 1),
+        ("from vllm import LLM\n", "vllm-cuda", 1),
+        ("import deepspeed\n", "deepspeed", 1),
+        ("import cupy as cp\n", "cupy", 1),
+        ("from apex.optimizers import FusedAdam\n", "apex", 1),
+        ("import xformers.ops\n", "xformers", 1),
+    ],
+)
+def test_python_rules(tmp_path: Path, source: str, rule: str, line: int) -> None:
+    report = scan_code(_write(tmp_path, {"m.py": source}))
+    assert f"m.py:{line}" in _locations(report, rule), [(f.rule, f.location) for f in report.findings]
+
+
+def test_torch_rules_stay_quiet_without_torch(tmp_path: Path) -> None:
+    source = "import pandas as pd\nu = df.unique()\nif s.any():\n    pass\n"
+    assert scan_code(_write(tmp_path, {"m.py": source})).findings == ()
+
+
+def test_dependency_files(tmp_path: Path) -> None:
+    report = scan_code(
+        _write(
+            tmp_path,
+            {
+                "pyproject.toml": (
+                    '[project]\nname = "x"\ndescription = "no xformers"\n'
+                    'dependencies = [\n  "torch",\n  "bitsandbytes>=0.43",\n]\n'
+                ),
+                "setup.cfg": "[options]\ninstall_requires =\n    deepspeed\n",
+                "environment.yml": "dependencies:\n  - python=3.11\n  - pip:\n    - xformers\n",
+                "setup.py": (
+                    "from setuptools import setup\nsetup(name='x', install_requires=['apex', 'numpy'])\n"
+                ),
+                "requirements-gpu.txt": "-r requirements.txt\ntriton==3.0\n",
+            },
+        )
+    )
+    got = {(f.rule, f.location) for f in report.findings}
+    assert {
+        ("bitsandbytes", "pyproject.toml:6"),
+        ("deepspeed", "setup.cfg:3"),
+        ("xformers", "environment.yml:4"),
+        ("apex", "setup.py:2"),
+        ("triton", "requirements-gpu.txt:2"),
+    } <= got
+    assert not any(f.rule == "xformers" and f.file == "pyproject.toml" for f in report.findings)
+
+
+def test_bad_files_are_findings_not_crashes(tmp_path: Path) -> None:
+    report = scan_code(
+        _write(
+            tmp_path,
+            {
+                "broken.py": "import torch\ndef f(:\n",
+                "blob.py": b"\x00\x01\x02 torch",
+                "latin.py": "import torch  # caf\xe9\n".encode("latin-1"),
+                "requirements.txt": b"\xff\xfe\x00f\x00l",
+            },
+        )
+    )
+    rules = {f.location: f.rule for f in report.findings}
+    assert rules["broken.py:2"] == "unparsable-python"
+    assert rules["blob.py"] == "binary-file"
+    assert rules["latin.py"] == "unreadable-file"
+    assert rules["requirements.txt"] == "binary-file"
+    assert {v.verdict for v in report.target_verdicts.values()} == {"ready"}  # bad files are informational
+
+
+def test_scan_never_imports_or_runs_the_repository(tmp_path: Path) -> None:
+    sentinel = tmp_path / "ran.txt"
+    _write(
+        tmp_path,
+        {
+            "setup.py": f"import torch\nopen({str(sentinel)!r}, 'w').write('x')\nraise SystemExit(1)\n",
+            "pkg/__init__.py": f"import torch\nopen({str(sentinel)!r}, 'w').write('x')\n",
+        },
+    )
+    scan_code(tmp_path)
+    assert not sentinel.exists()
+
+
+def test_skipped_folders(tmp_path: Path) -> None:
+    report = scan_code(
+        _write(tmp_path, {".venv/lib/flash_attn/x.py": "import flash_attn\n", "node_modules/k.cu": "x"})
+    )
+    assert report.findings == ()
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        scan_code(tmp_path / "missing")
+
+
+def test_requirement_lines_skip_options_and_comments() -> None:
+    text = "# flash-attn in a comment\n-e .\n--index-url x\nflash_attn[full]>=2 ; platform_system=='Linux'\n"
+    assert list(packages_in("requirements.txt", text)) == [("flash-attn", 4)]

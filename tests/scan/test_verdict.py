@@ -1,0 +1,89 @@
+"""Verdict rules, the CPU-fallback plan and effort arithmetic on hand-made inputs (no torch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from silica.scan.knowledge import knowledge
+from silica.scan.report import TARGETS, Finding, OpUse
+from silica.scan.verdict import fallback_plan, software_path, verdicts
+
+
+def _op(name: str, status: str) -> OpUse:
+    return OpUse(name, 1, status, "note", "source")  # type: ignore[arg-type]
+
+
+def test_fallback_plan_counts_runs_of_cpu_nodes() -> None:
+    plan = fallback_plan([True, False, False, True, False], ["a", "h", "h", "b", "u"], graph_breaks=0)
+    assert plan.cpu_partitions == 2
+    assert plan.cpu_nodes == 3
+    assert plan.cpu_ops == ("h", "u")
+    assert plan.supported_share == pytest.approx(0.4)
+    assert not plan.viable  # below torch_neuronx.PartitionerConfig's default 0.5
+
+
+def test_unsupported_ops_need_work_when_the_partitioner_takes_them() -> None:
+    plan = fallback_plan([True, True, True, False], ["a", "b", "c", "aten::histc"], 0)
+    result, effort = verdicts(
+        knowledge(), kind="model", model_type=None, ops=[_op("aten::histc", "unsupported")], plan=plan
+    )
+    assert result["trainium2"].verdict == "needs-work"
+    assert "aten::histc" in result["trainium2"].work[0]
+    # trace path 1.0 + one unsupported op 1.0 + one CPU partition 0.25 = 2.25 -> rounded up to 2.5
+    assert result["trainium2"].effort_weeks == 2.5
+    assert effort == 2.5
+
+
+def test_unsupported_ops_block_below_the_threshold() -> None:
+    plan = fallback_plan([True, False, False], ["a", "x", "y"], 0)
+    ops = [_op("x", "unsupported"), _op("y", "unsupported")]
+    result, _ = verdicts(knowledge(), kind="model", ops=ops, plan=plan)
+    assert all(v.verdict == "blocked" for v in result.values())
+    assert "below the partitioner's 50% threshold" in result["inferentia2"].blockers[0]
+
+
+def test_blocker_findings_block_only_their_targets() -> None:
+    finding = Finding(
+        "dtype:complex64",
+        "complex64 tensors",
+        "2 tensors",
+        {
+            "inferentia2": "blocker",
+            "trainium1": "blocker",
+            "trainium2": "needs-work",
+            "trainium3": "needs-work",
+        },
+    )
+    result, effort = verdicts(knowledge(), kind="code", findings=[finding])
+    assert [result[t].verdict for t in TARGETS] == ["blocked", "blocked", "needs-work", "needs-work"]
+    assert effort == 0.0  # the cheapest target that is not blocked
+
+
+def test_clean_code_scan_is_ready_with_no_effort() -> None:
+    result, effort = verdicts(knowledge(), kind="code")
+    assert {v.verdict for v in result.values()} == {"ready"}
+    assert effort == 0.0
+
+
+@pytest.mark.parametrize(
+    ("model_type", "is_llm", "target", "path"),
+    [
+        ("llama", True, "trainium2", "supported"),  # vLLM Neuron plugin (beta) and NxDI
+        ("llama", True, "inferentia2", "supported"),  # optimum-neuron
+        ("gemma2", True, "trainium1", "community"),  # NxDI contrib only
+        ("gemma2", True, "trainium2", "none"),
+        ("nemotron", True, "trainium2", "none"),  # no Neuron library names it
+        ("bert", False, "trainium2", "supported"),
+        ("bert", False, "trainium3", "preview"),  # only TorchNeuron (closed beta) documents Trn3
+        (None, False, "trainium1", "trace"),  # a user's own module: torch_neuronx.trace
+        ("deepseek_v3", True, "trainium2", "maintenance"),  # NxDI, in maintenance mode from 2.30
+    ],
+)
+def test_software_path(model_type: str | None, is_llm: bool, target: str, path: str) -> None:
+    assert software_path(knowledge(), model_type, is_llm, target)[0] == path
+
+
+def test_pinned_sdk_is_named() -> None:
+    _, libs, notes = software_path(knowledge(), "mistral", True, "trainium1")
+    assert "NxD Inference (SDK <=2.28)" in libs
+    assert any("pin Neuron 2.28" in n for n in notes)
