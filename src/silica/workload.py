@@ -31,7 +31,7 @@ SECONDS_PER_MONTH = 730.0 * 3600.0  # AWS bills a month as 730 hours
 def check_dtype(value: str, what: str) -> Dtype:
     if value not in DTYPES:
         raise InputError(f"Unknown {what} {value!r}.", f"use one of {', '.join(DTYPES)}.")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _positive(name: str, value: float | None, flag: str) -> None:

@@ -280,15 +280,17 @@ def _print_comparison(c: Any) -> None:
             continue
         layout = f"tp{r.tp} pp{r.pp} x{r.dp}" + ("" if training else f" b{r.batch}")
         price = _fmt(r.usd_per_hour, ",.2f")
-        note = (
-            ""
-            if r.usd_per_hour
-            else (
-                f"unpriced; ties at ${r.breakeven_usd_per_hour:,.2f}/h"
-                if r.breakeven_usd_per_hour
-                else "unpriced"
+        if r.price is not None:
+            note = (
+                ""
+                if r.price.option == "on_demand"
+                else f"{r.price.option} price, {r.price.region}, {r.price.as_of}"
             )
-        )
+        elif r.breakeven_usd_per_hour:
+            note = f"unpriced; ties at ${r.breakeven_usd_per_hour:,.2f}/h"
+        else:
+            note = "unpriced"
+        vals: tuple[str, ...]
         if training:
             vals = (
                 _fmt(r.tokens_per_s_per_chip, ",.0f"),

@@ -40,9 +40,10 @@ class FamilyParams:
     collective_latency_us  fixed time per collective (all-reduce) between chips
     collective_bw_eff    fraction of the chip-to-chip link bandwidth a tensor-parallel
                          all-reduce reaches (NCCL over NVLink gets most of it)
-    attention_eff        efficiency of the attention math (QK^T, softmax, AV) relative to a large
-                         matmul: near 1 with fused flash-attention kernels, far lower where the
-                         score matrix is materialised and the softmax runs on vector engines
+    attention_eff        efficiency of the inference engine's attention math (QK^T, softmax, AV)
+                         relative to a large matmul: near 1 with fused flash-attention kernels,
+                         far lower where the score matrix is materialised and the softmax runs
+                         on vector engines (training stacks all use fused kernels)
     """
 
     compute_eff_max: float

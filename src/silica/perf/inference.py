@@ -16,6 +16,7 @@ from silica.perf.machine import Machine
 __all__ = ["DECODE_SAMPLES", "InferencePerf", "inference_perf", "neuron_bucket"]
 
 Array = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
 
 # Decode time grows with context; TPOT is the mean step time over the generation, sampled at
 # this many evenly spaced points (the midpoint rule).
@@ -49,7 +50,7 @@ class InferencePerf:
         return self.weights_bytes + self.kv_bytes + self.activation_bytes
 
     @property
-    def fits(self) -> Array:
+    def fits(self) -> BoolArray:
         # The KV cache may take only a share of what weights and activations leave free.
         free = self.capacity_bytes - self.weights_bytes - self.activation_bytes
         return (free > 0) & (self.kv_bytes <= KV_SHARE_OF_FREE_MEMORY * free)
@@ -68,7 +69,7 @@ def inference_perf(
     w_bytes: Array,
     act_bytes: Array,
     kv_bytes: Array,
-    static_shapes: Array,
+    static_shapes: BoolArray,
     d_ff: float,
     continuous: bool = False,
 ) -> InferencePerf:

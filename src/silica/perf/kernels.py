@@ -19,6 +19,7 @@ from silica.perf.machine import Machine
 __all__ = ["ModelCosts", "TrainStep", "decode_seconds", "inference_memory", "prefill_seconds", "train_step"]
 
 Array = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,7 @@ class ModelCosts:
         return self.n_layers * self.kv_values_per_layer * kv_bytes * share
 
 
-def _padded_heads(c: ModelCosts, tp: Array, pads_heads: Array) -> Array:
+def _padded_heads(c: ModelCosts, tp: Array, pads_heads: BoolArray) -> Array:
     """Neuron pads attention heads up to a multiple of tp; GPUs require divisibility instead."""
     padded = np.ceil(c.n_heads / tp) * tp
     return np.where(pads_heads, padded, c.n_heads)
@@ -128,7 +129,7 @@ def prefill_seconds(
     w_bytes: Array,
     act_bytes: Array,
     kv_bytes: Array,
-    pads_heads: Array,
+    pads_heads: BoolArray,
 ) -> Array:
     """Time to process `batch` prompts of `length` tokens (time to first token, unloaded)."""
     tokens = batch * length
@@ -153,7 +154,7 @@ def decode_seconds(
     w_bytes: Array,
     act_bytes: Array,
     kv_bytes: Array,
-    pads_heads: Array,
+    pads_heads: BoolArray,
 ) -> Array:
     """Time for one decode step that extends `batch` sequences whose KV cache holds `context` tokens."""
     heads = _padded_heads(c, tp, pads_heads)
@@ -228,7 +229,7 @@ def train_step(
     w_bytes: Array,
     act_bytes: Array,
     zero_stage: int,
-    pads_heads: Array,
+    pads_heads: BoolArray,
     chip_peak_flops: Array,
     units_per_node: Array,
 ) -> TrainStep:
@@ -239,7 +240,9 @@ def train_step(
     mb_tokens = micro_batch * seq_len
     n_micro = np.maximum(global_batch / (dp * micro_batch), 1.0)
     # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
-    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads) / m.attn_eff
+    # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel), so the
+    # attention math runs at matmul efficiency; `attn_eff` describes inference engines only.
+    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads)
     fwd_flops = (2.0 * mb_tokens * c.matmul_params + attention) / pp
     t_compute = 3.0 * fwd_flops / tp / (m.unit_flops * _matmul_eff(c, m, mb_tokens, tp))
     t_weights = 3.0 * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)

@@ -50,7 +50,7 @@ class Machine:
 
     def take(self, index: NDArray[np.intp]) -> Machine:
         """The machine rows at `index`: used to expand per-instance rows to per-configuration rows."""
-        return Machine(**{name: getattr(self, name)[index] for name in self.__slots__})  # type: ignore[arg-type]
+        return Machine(**{name: getattr(self, name)[index] for name in self.__slots__})
 
 
 def _peak_tflops(chip: Chip, dtype: Dtype) -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from silica.catalog.schema import Catalog, PurchaseOption
+from silica.errors import InfeasibleError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration
@@ -100,12 +101,24 @@ def compare(
     else:
         found = search_training(spec, workload, targets)
     ranked = _with_breakeven(found)
+    if not any(r.feasible for r in ranked):
+        raise InfeasibleError(
+            f"No instance type can run {spec.id} for this workload; the closest: "
+            + "; ".join(f"{r.instance}: {r.reasons[0]}" for r in _closest(ranked)),
+            "relax the SLOs, shorten the sequences, or use a narrower --dtype.",
+        )
     return Comparison(
         model=spec.id,
         task=workload.task,
-        workload={k: getattr(workload, k) for k in workload.__slots__ if k != "task"},  # type: ignore[attr-defined]
+        workload={k: getattr(workload, k) for k in workload.__slots__ if k != "task"},
         results=tuple(ranked),
     )
+
+
+def _closest(infeasible: list[Estimate], n: int = 2) -> list[Estimate]:
+    """The infeasible options that failed on an SLO rather than on memory, else any."""
+    slo = [r for r in infeasible if r.reasons and "SLO" in r.reasons[0]]
+    return (slo or infeasible)[:n]
 
 
 def _with_breakeven(found: list[Estimate]) -> list[Estimate]:

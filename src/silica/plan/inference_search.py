@@ -80,7 +80,8 @@ def search_inference(
     batches = [wl.batch] if wl.batch is not None else list(BATCHES)
     grid = make_grid(tp_options, counts, batches)
     stages = grid.count if pp is None else np.full(grid.size, float(pp))
-    perf = evaluate_inference(model, wl, targets, grid, stages)
+    with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
+        perf = evaluate_inference(model, wl, targets, grid, stages)
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
     replicas = np.floor(units * grid.count / (grid.tp * stages))
     tok_s = replicas * perf.replica_output_tok_s

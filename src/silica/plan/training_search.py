@@ -99,13 +99,15 @@ def search_training(
         np.round(dp[keep]),
         grid.count[keep],
     )
-    step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa)
+    with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
+        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa)
     capacity = np.asarray(
         [(t.chip.hbm_gib or np.nan) * GIB * 0.9 / t.chip.tp_cores_per_chip for t in targets]
     )[inst]
     fits = step.memory_per_unit <= capacity
     chips = cnt * np.asarray([t.instance.chips for t in targets], dtype=np.float64)[inst]
-    days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / 86400.0
+    with np.errstate(all="ignore"):
+        days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / 86400.0
     deadline = wl.deadline_days or DEFAULT_DEADLINE_DAYS
     on_time = days <= deadline if wl.tokens else np.ones_like(fits)
     instance_hours = days * 24.0 * cnt if wl.tokens else cnt / step.tokens_per_s_per_chip
@@ -138,9 +140,26 @@ def _infeasible(
     elif not fits[rows].any():
         reason = "does not fit in memory: weights, gradients and optimizer states exceed HBM at every layout tried."
     else:
-        best = float(np.nanmin(days[rows[fits[rows]]]))
+        finite = days[rows[fits[rows]]]
+        finite = finite[np.isfinite(finite)]
+        if finite.size == 0:
+            return _infeasible_estimate(
+                model,
+                wl,
+                target,
+                "no layout tried has the link or network figures it needs.",
+                count,
+                deadline,
+            )
+        best = float(finite.min())
         source = "the deadline" if wl.deadline_days else f"the default {deadline:g}-day horizon"
         reason = f"misses {source}: the fastest layout tried takes {best:.0f} days."
+    return _infeasible_estimate(model, wl, target, reason, count, deadline)
+
+
+def _infeasible_estimate(
+    model: ModelSpec, wl: TrainingWorkload, target: Target, reason: str, count: int | None, deadline: float
+) -> Estimate:
     return Estimate(
         model=model.id,
         task="training",

@@ -90,10 +90,9 @@ def _check(row: BenchmarkRow, catalog: Catalog) -> str | None:
         if dtype not in DTYPES:
             return f"unknown dtype {dtype!r}"
     chip = catalog.chips[row.chip]
-    if (
-        precision(row.weight_dtype, row.compute_dtype).flops_dtype not in ("bf16", "fp16")
-        and chip.peak_tflops(row.compute_dtype) is None
-    ):  # type: ignore[arg-type]
+    compute: Dtype = row.compute_dtype  # type: ignore[assignment]  # checked against DTYPES above
+    weight: Dtype = row.weight_dtype  # type: ignore[assignment]
+    if precision(weight, compute).flops_dtype not in ("bf16", "fp16") and chip.peak_tflops(compute) is None:
         return f"{row.chip} has no published {row.compute_dtype} peak"
     if kind in ("decoder", "encoder") and row.batch is None:
         return "no batch given"
@@ -121,7 +120,8 @@ class Prepared:
         out = np.full(len(self.rows), np.nan)
         for g in self.groups:
             params: list[FamilyParams] = [calibration.for_family(f)[0] for f in g.families]
-            out_g = _evaluate(g, with_params(g.machine, params))
+            with np.errstate(all="ignore"):
+                out_g = _evaluate(g, with_params(g.machine, params))
             for j, row_index in enumerate(g.rows):
                 out[row_index] = out_g[j]
         return out
@@ -134,7 +134,8 @@ class Prepared:
                 continue
             # Rows of other families share the group; their values are not used, any parameters do.
             params = [params_by_family.get(f, DEFAULT_PARAMS) for f in g.families]
-            out_g = _evaluate(g, with_params(g.machine, params))
+            with np.errstate(all="ignore"):
+                out_g = _evaluate(g, with_params(g.machine, params))
             for j, row_index in enumerate(g.rows):
                 out[row_index] = out_g[j]
         return out

@@ -1,0 +1,128 @@
+"""The planner: estimate, compare, costs, break-even prices, and the reasons it gives."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from silica.catalog import load_catalog
+from silica.errors import InfeasibleError, InputError
+from silica.plan import compare, estimate
+from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
+
+CHAT = InferenceWorkload(input_len=1024, output_len=256)
+
+
+@pytest.fixture(scope="module")
+def chat_8b():
+    return compare("llama-3.1-8b", CHAT)
+
+
+def test_70b_does_not_fit_on_inf2_xlarge_and_says_why() -> None:
+    result = estimate("llama-3.1-70b", CHAT, Deployment("inf2.xlarge"))
+    assert not result.feasible
+    assert any("memory" in r for r in result.reasons)
+    assert result.ttft_ms is None
+
+
+def test_compare_ranks_all_three_vendors_families_with_costs(chat_8b) -> None:
+    priced = [r for r in chat_8b.results if r.feasible and r.usd_per_1m_output_tokens is not None]
+    chips = {r.chip for r in priced}
+    assert {"trainium1", "inferentia2"} <= chips
+    assert chips & {"h100", "h200", "a100-80gb", "l40s"}
+    costs = [r.usd_per_1m_output_tokens for r in priced]
+    assert costs == sorted(costs)
+    assert len(chat_8b.results) == len(load_catalog().instances) - 0  # every instance type is considered
+
+
+def test_unpriced_instances_get_a_breakeven_price_that_ties_the_cheapest(chat_8b) -> None:
+    cheapest = chat_8b.best
+    trn2 = next(r for r in chat_8b.results if r.instance == "trn2.48xlarge")
+    assert trn2.usd_per_hour is None and trn2.usd_per_1m_output_tokens is None
+    assert trn2.breakeven_usd_per_hour is not None
+    # At the break-even price trn2 would cost exactly the cheapest option's $/1M tokens.
+    per_1m = trn2.breakeven_usd_per_hour * trn2.count / (trn2.output_tokens_per_s * 3600) * 1e6
+    assert per_1m == pytest.approx(cheapest.usd_per_1m_output_tokens, rel=1e-9)
+
+
+def test_user_price_makes_an_unpriced_instance_rankable() -> None:
+    catalog = load_catalog(overrides={"trn2.48xlarge": 30.0})
+    result = estimate("llama-3.1-8b", CHAT, Deployment("trn2.48xlarge"), catalog=catalog)
+    assert result.usd_per_hour == 30.0
+    assert result.price is not None and result.price.option == "user"
+    assert result.usd_per_1m_output_tokens is not None
+
+
+@settings(max_examples=15, deadline=None)
+@given(factor=st.floats(0.1, 10.0))
+def test_cost_scales_linearly_with_price(factor: float) -> None:
+    base = estimate(
+        "llama-3.1-8b", CHAT, Deployment("p5.48xlarge"), catalog=load_catalog(overrides={"p5.48xlarge": 50.0})
+    )
+    scaled = estimate(
+        "llama-3.1-8b",
+        CHAT,
+        Deployment("p5.48xlarge"),
+        catalog=load_catalog(overrides={"p5.48xlarge": 50.0 * factor}),
+    )
+    assert scaled.usd_per_1m_output_tokens == pytest.approx(base.usd_per_1m_output_tokens * factor, rel=1e-9)
+    assert scaled.output_tokens_per_s == pytest.approx(base.output_tokens_per_s)
+
+
+def test_slos_are_respected_and_impossible_ones_are_refused() -> None:
+    tight = InferenceWorkload(input_len=1024, output_len=256, ttft_slo_ms=500, tpot_slo_ms=30)
+    for r in compare("llama-3.1-8b", tight).results:
+        if r.feasible:
+            assert r.ttft_ms <= 500 and r.tpot_ms <= 30
+        else:
+            assert r.reasons
+    with pytest.raises(InfeasibleError, match="SLO"):
+        compare("llama-3.1-8b", InferenceWorkload(input_len=1024, output_len=256, ttft_slo_ms=0.01))
+
+
+def test_load_sets_instances_needed_and_monthly_cost() -> None:
+    wl = InferenceWorkload(input_len=1024, output_len=256, tokens_per_month=5e10)
+    r = estimate("llama-3.1-8b", wl, Deployment("p5.48xlarge"))
+    needed = 5e10 / (730 * 3600)
+    assert r.instances_for_load * r.output_tokens_per_s / r.count >= needed
+    assert r.usd_per_month == pytest.approx(r.instances_for_load * 55.04 * 730, rel=1e-6)
+
+
+def test_tp_the_model_cannot_take_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="heads"):
+        estimate("qwen2.5-7b", CHAT, Deployment("p5.48xlarge", tp=8))  # 28 heads; GPUs split heads evenly
+    with pytest.raises(InputError, match="divide"):
+        estimate("llama-3.1-8b", CHAT, Deployment("p5.48xlarge", tp=16))
+
+
+def test_contradictory_and_negative_workloads_are_refused() -> None:
+    with pytest.raises(InputError):
+        InferenceWorkload(input_len=0, output_len=10)
+    with pytest.raises(InputError, match="contradicts"):
+        InferenceWorkload(input_len=10, output_len=100, rate_req_per_s=1.0, tokens_per_month=1.0)
+
+
+def test_training_compare_ranks_by_cost_to_train_within_the_deadline() -> None:
+    wl = TrainingWorkload(seq_len=8192, tokens=2e12, deadline_days=60)
+    result = compare("llama-3.1-70b", wl)
+    priced = [r for r in result.results if r.feasible and r.usd_per_run is not None]
+    assert priced, "some priced instance must be able to train a 70B model in 60 days"
+    assert [r.usd_per_run for r in priced] == sorted(r.usd_per_run for r in priced)
+    for r in priced:
+        assert r.train_days <= 60
+        assert 0.05 < r.mfu < 0.8
+        # usd_per_run = hourly price x instances x hours
+        assert r.usd_per_run == pytest.approx(r.usd_per_hour * r.train_days * 24, rel=1e-9)
+
+
+def test_estimates_carry_bands_and_their_calibration_story() -> None:
+    r = estimate("llama-3.1-8b", CHAT, Deployment("trn1.32xlarge"))
+    d = r.to_dict()
+    assert d["ttft_ms_low"] <= d["ttft_ms"] <= d["ttft_ms_high"]
+    assert "fitted on neuron-v2" in r.calibration
+    trn3 = estimate("llama-3.1-8b", CHAT, Deployment("trn3-gen1-ultraserver")).to_dict()
+    assert "inherited" in trn3["calibration"]
+    own = d["tpot_ms_high"] / d["tpot_ms_low"]
+    inherited = trn3["tpot_ms_high"] / trn3["tpot_ms_low"]
+    assert inherited > own  # a chip without measurements gets a wider band
