@@ -119,6 +119,14 @@ def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes
     return np.where(tp > 1, n_collectives * (m.coll_s + wire), 0.0)
 
 
+def _forward_overheads(c: ModelCosts, m: Machine, tp: Array, pp: Array, hidden_bytes: Array) -> Array:
+    """What a forward pass adds to its roofline: per-layer overhead, two tensor-parallel all-reduces
+    per layer (after attention and after the MLP, Shoeybi et al. 2019), and pipeline hand-offs."""
+    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes)
+    stages = (pp - 1.0) * (m.coll_s + hidden_bytes / m.link_bw)
+    return c.n_layers * m.layer_s + comm + stages
+
+
 def prefill_seconds(
     c: ModelCosts,
     m: Machine,
@@ -139,9 +147,7 @@ def prefill_seconds(
     t_compute = work / tp / (m.unit_flops * _matmul_eff(c, m, tokens, tp))
     streamed = c.weights_read(tokens) * w_bytes / tp + tokens * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
     t_memory = streamed / (m.unit_bw * m.mem_eff)
-    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, tokens * c.d_model * act_bytes)
-    stages = (pp - 1.0) * (m.coll_s + tokens * c.d_model * act_bytes / m.link_bw)
-    return np.maximum(t_compute, t_memory) + c.n_layers * m.layer_s + comm + stages
+    return np.maximum(t_compute, t_memory) + _forward_overheads(c, m, tp, pp, tokens * c.d_model * act_bytes)
 
 
 def decode_seconds(
@@ -166,9 +172,7 @@ def decode_seconds(
         tp, kv_bytes
     )
     t_memory = streamed / (m.unit_bw * m.mem_eff)
-    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, batch * c.d_model * act_bytes)
-    stages = (pp - 1.0) * (m.coll_s + batch * c.d_model * act_bytes / m.link_bw)
-    return np.maximum(t_compute, t_memory) + c.n_layers * m.layer_s + comm + stages
+    return np.maximum(t_compute, t_memory) + _forward_overheads(c, m, tp, pp, batch * c.d_model * act_bytes)
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.

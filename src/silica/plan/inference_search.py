@@ -13,14 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.kernels import ModelCosts
 from silica.perf.machine import GIB, machine_arrays
 from silica.perf.precision import precision
 from silica.plan.grid import BATCHES, Grid, make_grid
-from silica.plan.targets import Target, legal_tp
+from silica.plan.targets import Target, tp_choices
 from silica.results import Band, Estimate, PriceUsed
 from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
 
@@ -68,14 +67,7 @@ def search_inference(
     pp: int | None = None,
 ) -> list[Estimate]:
     """The best configuration per target (or the reason there is none), in target order."""
-    tp_options = []
-    for t in targets:
-        options = legal_tp(model, t)
-        if tp is not None:
-            if tp not in options:
-                raise InputError(_tp_problem(model, t, tp), f"pick --tp from {options}.")
-            options = [tp]
-        tp_options.append(options)
+    tp_options = tp_choices(model, targets, tp)
     counts = [count] if count is not None else list(PIPELINE_COUNTS)
     batches = [wl.batch] if wl.batch is not None else list(BATCHES)
     grid = make_grid(tp_options, counts, batches)
@@ -103,13 +95,6 @@ def search_inference(
         best = int(rows[np.argmax(score[rows])])
         results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s))
     return results
-
-
-def _tp_problem(model: ModelSpec, target: Target, tp: int) -> str:
-    if tp > target.units_per_instance or target.units_per_instance % tp:
-        unit = "NeuronCores" if target.is_neuron else "GPUs"
-        return f"tp={tp} does not divide the {target.units_per_instance} {unit} of {target.instance.id}."
-    return f"tp={tp} does not divide {model.id}'s {model.n_heads} attention heads (GPUs split heads evenly)."
 
 
 def _infeasible(

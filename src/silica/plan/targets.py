@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from silica.catalog import get_instance, load_catalog, price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
+from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import INHERITANCE, Calibration, FamilyParams, load_calibration
 from silica.plan.grid import divisors
 
-__all__ = ["Target", "legal_tp", "resolve_targets"]
+__all__ = ["Target", "legal_tp", "resolve_targets", "tp_choices"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,26 @@ def legal_tp(model: ModelSpec, target: Target, limit: int | None = None) -> list
     if not target.is_neuron:
         options = [t for t in options if model.n_heads % t == 0]
     return options
+
+
+def _tp_problem(model: ModelSpec, target: Target, tp: int) -> str:
+    if tp > target.units_per_instance or target.units_per_instance % tp:
+        unit = "NeuronCores" if target.is_neuron else "GPUs"
+        return f"tp={tp} does not divide the {target.units_per_instance} {unit} of {target.instance.id}."
+    return f"tp={tp} does not divide {model.id}'s {model.n_heads} attention heads (GPUs split heads evenly)."
+
+
+def tp_choices(model: ModelSpec, targets: Sequence[Target], tp: int | None) -> list[list[int]]:
+    """Legal tp values per target; a tp the user fixed must be legal on every target."""
+    choices = []
+    for t in targets:
+        options = legal_tp(model, t)
+        if tp is not None:
+            if tp not in options:
+                raise InputError(_tp_problem(model, t, tp), f"pick --tp from {options}.")
+            options = [tp]
+        choices.append(options)
+    return choices
 
 
 def resolve_targets(

@@ -11,14 +11,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, machine_arrays
 from silica.perf.precision import precision
 from silica.plan.grid import make_grid
 from silica.plan.inference_search import _band, _price
-from silica.plan.targets import Target, legal_tp
+from silica.plan.targets import Target, tp_choices
 from silica.results import Estimate
 from silica.workload import TrainingWorkload
 
@@ -74,16 +73,7 @@ def search_training(
     tp: int | None = None,
     pp: int | None = None,
 ) -> list[Estimate]:
-    tp_options = []
-    for t in targets:
-        options = legal_tp(model, t)
-        if tp is not None:
-            if tp not in options:
-                raise InputError(
-                    f"tp={tp} is not legal for {model.id} on {t.instance.id}.", f"pick --tp from {options}."
-                )
-            options = [tp]
-        tp_options.append(options)
+    tp_options = tp_choices(model, targets, tp)
     counts = [count] if count is not None else list(INSTANCE_COUNTS)
     grid = make_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
     stages = grid.batch  # the grid's last axis carries pp here
