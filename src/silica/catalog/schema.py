@@ -42,10 +42,15 @@ class Chip(_Row):
         float | None
     )  # chip-to-chip inside one instance (NVLink, NeuronLink), as published: all links, both directions
     tp_cores_per_chip: int = Field(ge=1)  # what one unit of tensor parallelism is (NeuronCores, 1 for GPUs)
+    tasks: str  # space-separated: "training inference" or "inference" (what the vendor's software supports)
     confidence: Literal["published", "derived", "announced"]
     source: str
     as_of: str
     notes: str = ""
+
+    @property
+    def trains(self) -> bool:
+        return "training" in self.tasks.split()
 
     def peak_tflops(self, dtype: Dtype) -> float | None:
         return getattr(self, f"tflops_{dtype}")  # type: ignore[no-any-return]

@@ -250,6 +250,11 @@ def _print_estimate(r: Any) -> None:
     out.print(table)
 
 
+def _band(r: Any, key: str, spec: str) -> str:
+    band = r.bands.get(key)
+    return "-" if band is None else f"{format(band.low, spec)}-{format(band.high, spec)}"
+
+
 def _print_comparison(c: Any) -> None:
     from rich.table import Table
 
@@ -259,9 +264,9 @@ def _print_comparison(c: Any) -> None:
     for col in ("#", "instance", "n", "chip", "layout"):
         table.add_column(col)
     metrics = (
-        ("tok/s/chip", "days", "$/h", "$ per run")
+        ("tok/s/chip", "days", "$/h", "$ per run", "p10-p90")
         if training
-        else ("TTFT ms", "TPOT ms", "out tok/s", "$/h", "$/1M out")
+        else ("TTFT ms", "TPOT ms", "out tok/s", "$/h", "$/1M out", "p10-p90")
     )
     for col in metrics:
         table.add_column(col, justify="right")
@@ -297,6 +302,7 @@ def _print_comparison(c: Any) -> None:
                 _fmt(r.train_days, ".1f"),
                 price,
                 _fmt(r.usd_per_run, ",.0f"),
+                _band(r, "usd_per_run", ",.0f"),
             )
         else:
             vals = (
@@ -305,6 +311,7 @@ def _print_comparison(c: Any) -> None:
                 _fmt(r.output_tokens_per_s, ",.0f"),
                 price,
                 _fmt(r.usd_per_1m_output_tokens, ".3f"),
+                _band(r, "usd_per_1m_output_tokens", ".3f"),
             )
         table.add_row(str(rank), r.instance, str(r.count), r.chip, layout, *vals, note)
     out.print(table)

@@ -113,9 +113,12 @@ def _matmul_eff(c: ModelCosts, m: Machine, tokens: Array, tp: Array) -> Array:
 
 
 def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
-    """Ring all-reduce: latency + 2 (n-1)/n x bytes / achieved link bandwidth (Patarasuk & Yuan 2009)."""
-    chips = np.maximum(tp / m.units_per_chip, 1.0)
-    wire = 2.0 * (chips - 1.0) / chips * msg_bytes / (m.link_bw * m.coll_bw_eff)
+    """Ring all-reduce: latency + 2 (n-1)/n x bytes / achieved link bandwidth (Patarasuk & Yuan 2009).
+
+    The ring runs over the tp ranks. NeuronCores of one chip are separate ranks too: their
+    collectives go through the same collective engine and DMA rings as those between chips.
+    """
+    wire = 2.0 * (tp - 1.0) / tp * msg_bytes / (m.link_bw * m.coll_bw_eff)
     return np.where(tp > 1, n_collectives * (m.coll_s + wire), 0.0)
 
 
@@ -252,7 +255,10 @@ def train_step(
     t_weights = 3.0 * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
     layers = c.n_layers / pp
     tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * act_bytes)
-    per_micro = np.maximum(t_compute, t_weights) + 3.0 * layers * m.layer_s + tp_comm
+    # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
+    stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
+    handoff = np.where(pp > 1, 2.0 * (m.coll_s + mb_tokens * c.d_model * act_bytes / stage_bw), 0.0)
+    per_micro = np.maximum(t_compute, t_weights) + 3.0 * layers * m.layer_s + tp_comm + handoff
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
     grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
     multi_node = units > units_per_node

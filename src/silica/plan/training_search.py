@@ -104,6 +104,10 @@ def search_training(
     ok = fits & on_time & np.isfinite(step.step_s)
     results = []
     for i, target in enumerate(targets):
+        if not target.chip.trains:
+            reason = f"{target.chip.name} is an inference chip: the Neuron SDK trains on Trainium only."
+            results.append(_infeasible_estimate(model, wl, target, reason, count, deadline))
+            continue
         rows = np.flatnonzero(inst == i)
         good = rows[ok[rows]]
         if good.size == 0:
