@@ -100,6 +100,8 @@ INHERITANCE: dict[str, tuple[str, str]] = {
 
 # How much wider an inherited band is than its source family's, per generation of distance.
 INHERITED_BAND_WIDENING = 1.5
+# A calibration file with no bands at all (hand-written): a deliberately wide p10-p90 guess, flagged as such.
+UNMEASURED_BAND = (0.5, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +131,20 @@ class Calibration:
             inherited = seen
         return self.params[seen], inherited
 
-    def band(self, family: str, metric: str) -> tuple[float, float]:
-        """p10/p90 of measured/predicted for this family and metric, widened when inherited."""
+    def band(self, family: str, metric: str | tuple[str, ...]) -> tuple[float, float]:
+        """p10/p90 of measured/predicted for this family and metric, widened when inherited.
+
+        `metric` may list several metrics, nearest first; the family's overall band is the fallback.
+        """
+        metrics = (metric,) if isinstance(metric, str) else metric
         steps = 0
         seen = family
         while seen not in self.bands and seen in INHERITANCE:
             seen = INHERITANCE[seen][0]
             steps += 1
         table = self.bands.get(seen, {})
-        low, high = table.get(metric) or table.get("all") or (0.6, 1.5)
+        found = [table[m] for m in metrics if m in table]
+        low, high = found[0] if found else table.get("all") or UNMEASURED_BAND
         for _ in range(steps):
             low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
         return min(low, 1.0), max(high, 1.0)

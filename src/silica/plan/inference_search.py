@@ -27,6 +27,9 @@ __all__ = ["evaluate_inference", "search_inference"]
 
 Array = NDArray[np.float64]
 PIPELINE_COUNTS: tuple[int, ...] = (1, 2, 4, 8)  # instances chained as pipeline stages
+# The published metrics nearest to a planned serving throughput (the planner picks the batch, as an
+# engine does for `max_output_tok_s`), nearest first.
+SERVING_METRICS = ("max_output_tok_s", "output_tok_s")
 
 
 def evaluate_inference(
@@ -195,7 +198,7 @@ def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _band(target: Target, metric: str, value: float | None, invert: bool = False) -> Band | None:
+def _band(target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False) -> Band | None:
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric)
@@ -229,8 +232,8 @@ def _estimate(
     bands = {
         "ttft_ms": _band(target, "ttft_ms", ttft_ms),
         "tpot_ms": _band(target, "tpot_ms", tpot_ms),
-        "output_tokens_per_s": _band(target, "output_tok_s", throughput),
-        "usd_per_1m_output_tokens": _band(target, "output_tok_s", per_1m_out, invert=True),
+        "output_tokens_per_s": _band(target, SERVING_METRICS, throughput),
+        "usd_per_1m_output_tokens": _band(target, SERVING_METRICS, per_1m_out, invert=True),
     }
     return Estimate(
         model=model.id,
