@@ -1,0 +1,53 @@
+"""Fleet planning and simulation: inference by day, training by night, on real demand shapes.
+
+    fleet file --spec--> FleetSpec --scenario--> Fleet (pools with capacity from the performance
+    model, demand per step, training jobs) --simulate--> Simulation (per policy: metrics, series)
+                                              \\--plan--> FleetPlan (cheapest mix, runners-up, why)
+                                              \\--sweep--> SweepResult (mixes x policies x demands)
+
+Policies are arrays over all steps; only training jobs go through an event loop, so the cost of a
+simulation grows with pools, steps and jobs, not with chips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from silica.fleet.demand import InferenceDemand
+from silica.fleet.jobs import TrainingJob
+from silica.fleet.plan import FleetPlan, plan_fleet
+from silica.fleet.policies import POLICIES, Policy
+from silica.fleet.report import render_html, write_report
+from silica.fleet.scenario import build_fleet, make_policies
+from silica.fleet.simulate import Fleet, FleetRun, Simulation, simulate
+from silica.fleet.spec import FleetFile, load_fleet_file
+from silica.fleet.sweep import SweepResult, run_sweep
+
+__all__ = [
+    "POLICIES",
+    "Fleet",
+    "FleetFile",
+    "FleetPlan",
+    "FleetRun",
+    "InferenceDemand",
+    "Policy",
+    "Simulation",
+    "SweepResult",
+    "TrainingJob",
+    "build_fleet",
+    "load_fleet_file",
+    "make_policies",
+    "plan_fleet",
+    "render_html",
+    "run_sweep",
+    "simulate",
+    "simulate_file",
+    "write_report",
+]
+
+
+def simulate_file(path: Path | str, policies: Sequence[str] | None = None) -> Simulation:
+    """Simulate the fleet file at `path` under its own policies, or the ones named."""
+    ff = load_fleet_file(Path(path))
+    return simulate(build_fleet(ff), make_policies(ff, policies))
