@@ -1,0 +1,155 @@
+"""Simulate a fleet under one or more policies: allocate (arrays), schedule training (events), measure.
+
+`Fleet` is a resolved scenario (pools with capacities and prices, demand per step, jobs); it is what
+`scenario.build` makes from a fleet file, and what the planner and the sweep vary. `simulate` runs
+each policy on the same fleet and demand, so their results differ only by the policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from silica.fleet.capacity import Pool
+from silica.fleet.demand import InferenceDemand
+from silica.fleet.jobs import TrainingJob
+from silica.fleet.metrics import RunData, compare_runs, measure
+from silica.fleet.policies import Policy, allocate
+from silica.fleet.scheduler import schedule
+
+__all__ = ["Fleet", "FleetRun", "Simulation", "run_policy", "simulate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """Everything one simulation needs, already resolved: no files, no catalog look-ups."""
+
+    name: str
+    pools: tuple[Pool, ...]
+    demand: InferenceDemand
+    jobs: tuple[TrainingJob, ...] = ()
+    model: str | None = None
+    restart_minutes: float = 10.0
+    checkpoint_minutes: float = 30.0
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def chips(self) -> int:
+        return sum(p.chips for p in self.pools)
+
+    @property
+    def steps(self) -> int:
+        return self.demand.steps
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "chips": self.chips,
+            "pools": [p.to_dict() for p in self.pools],
+            "demand": self.demand.summary(),
+            "training_jobs": len(self.jobs),
+            "training_chip_hours": sum(j.chip_hours for j in self.jobs),
+            "step_s": self.demand.step_s,
+            "steps": self.steps,
+            "horizon_hours": self.steps * self.demand.step_s / 3600.0,
+            "restart_minutes": self.restart_minutes,
+            "checkpoint_minutes": self.checkpoint_minutes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRun:
+    """One policy's outcome: headline metrics, per-pool use and cost, per-job results, time series."""
+
+    policy: Policy
+    metrics: dict[str, Any]
+    pools: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+    series: dict[str, list[float | None]]
+
+    def to_dict(self, series: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "policy": self.policy.to_dict(),
+            "metrics": self.metrics,
+            "pools": self.pools,
+            "jobs": self.jobs,
+        }
+        if series:
+            out["series"] = self.series
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    fleet: dict[str, Any]
+    runs: tuple[FleetRun, ...]
+    comparison: dict[str, Any]
+    assumptions: tuple[str, ...] = field(default=())
+
+    def run(self, policy: str) -> FleetRun:
+        for r in self.runs:
+            if r.policy.name == policy:
+                return r
+        raise KeyError(policy)
+
+    def to_dict(self, series: bool = True) -> dict[str, Any]:
+        return {
+            "fleet": self.fleet,
+            "runs": [r.to_dict(series) for r in self.runs],
+            "comparison": self.comparison,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def run_policy(fleet: Fleet, policy: Policy, *, series_points: int = 600) -> FleetRun:
+    """Simulate one policy: inference allocation as arrays, then training jobs on what is left."""
+    pools = list(fleet.pools)
+    demand = fleet.demand.output_tokens_per_s
+    alloc = allocate(policy, pools, demand, fleet.demand.step_s)
+    sched = schedule(
+        list(fleet.jobs),
+        alloc.train_cap,
+        alloc.floor,
+        [p.train_speed for p in pools],
+        [bool(e) for e in alloc.elastic],
+        fleet.demand.step_s,
+        fleet.restart_minutes,
+        fleet.checkpoint_minutes,
+    )
+    data = RunData(
+        pools=pools,
+        jobs=list(fleet.jobs),
+        step_s=fleet.demand.step_s,
+        demand=demand,
+        alloc=alloc,
+        sched=sched,
+    )
+    metrics, pool_rows, job_rows, series = measure(data, series_points)
+    return FleetRun(policy=policy, metrics=metrics, pools=pool_rows, jobs=job_rows, series=series)
+
+
+def simulate(fleet: Fleet, policies: list[Policy], *, series_points: int = 600) -> Simulation:
+    """Run every policy on the same fleet, demand and jobs, and compare them."""
+    if fleet.steps == 0:
+        from silica.errors import InputError
+
+        raise InputError("The demand has no steps to simulate.", "give a longer horizon or trace.")
+    runs = tuple(run_policy(fleet, p, series_points=series_points) for p in policies)
+    assumptions = (
+        *fleet.assumptions,
+        *fleet.demand.notes,
+        "capacity: output tokens/s one replica sustains at the SLO for the mean request (performance model)",
+        "SLO attainment: share of demanded output tokens served by replicas running within their SLO capacity",
+        "on-demand pools are billed every hour, except under autoscale, which starts and stops them",
+    )
+    return Simulation(
+        fleet=fleet.summary(),
+        runs=runs,
+        comparison=compare_runs(runs_metrics(runs), [r.jobs for r in runs]),
+        assumptions=assumptions,
+    )
+
+
+def runs_metrics(runs: tuple[FleetRun, ...]) -> list[tuple[str, dict[str, Any]]]:
+    return [(r.policy.name, r.metrics) for r in runs]
