@@ -1,0 +1,432 @@
+"""Choose the cheapest fleet mix that meets an SLO-attainment target and every training deadline.
+
+Enumerate, size, simulate, rank, explain (the planner's pattern in silica.plan, one level up):
+
+1. each candidate instance type gets its replica capacity and training speed once;
+2. mixes: one type bought one way (reserved, or on demand); an inference type plus a training type;
+   a reserved base with on-demand burst (autoscale) of the same type;
+3. each mix is sized by simulation: doubling, then bisection, to the fewest instances that meet the
+   target and miss no deadline (needs grow monotonically with demand, so the search is sound);
+4. priced mixes that meet the goal are ranked by cost over the horizon; every other mix keeps the
+   reason it lost. If none meets the goal, that is an error (exit 2) that says how close it came.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from silica.catalog import load_catalog
+from silica.catalog.schema import Catalog
+from silica.errors import InfeasibleError
+from silica.fleet.capacity import Pool, Purchase, price_of
+from silica.fleet.policies import Policy
+from silica.fleet.scenario import build_fleet, check_instances, make_policies
+from silica.fleet.simulate import Fleet, FleetRun, run_policy
+from silica.fleet.spec import FleetFile, PoolSpec, as_policy
+
+__all__ = ["DEFAULT_CANDIDATES", "Candidate", "FleetPlan", "plan_fleet"]
+
+DEFAULT_CANDIDATES = (
+    "trn1.32xlarge",
+    "trn2.48xlarge",
+    "inf2.48xlarge",
+    "inf2.24xlarge",
+    "p4d.24xlarge",
+    "p5.48xlarge",
+    "p5en.48xlarge",
+    "g6e.48xlarge",
+)
+PAIR_TOP = 3  # mixes pair the 3 cheapest inference types with the 3 cheapest training types
+BASE_FRACTIONS = (0.5, 0.75)  # reserved base as a share of the all-reserved size, for base + burst
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    label: str
+    policy: str
+    pools: tuple[dict[str, Any], ...]
+    meets: bool
+    metrics: dict[str, Any]
+    why_lost: str | None = None
+
+    @property
+    def cost(self) -> float | None:
+        return self.metrics.get("total_usd")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "policy": self.policy,
+            "pools": list(self.pools),
+            "meets": self.meets,
+            "metrics": self.metrics,
+            "why_lost": self.why_lost,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    target: float
+    policy: str
+    horizon_hours: float
+    best: Candidate
+    runners_up: tuple[Candidate, ...]
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target_slo_attainment": self.target,
+            "policy": self.policy,
+            "horizon_hours": self.horizon_hours,
+            "best": self.best.to_dict(),
+            "runners_up": [c.to_dict() for c in self.runners_up],
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _summary(run: FleetRun) -> dict[str, Any]:
+    keys = (
+        "slo_attainment",
+        "jobs_completed",
+        "jobs_deadline_missed",
+        "utilisation_busy",
+        "lent_chip_hours",
+        "total_usd",
+        "usd_per_1m_output_tokens",
+        "unpriced_pools",
+    )
+    return {k: run.metrics[k] for k in keys}
+
+
+class _Planner:
+    """Holds what every candidate shares: demand, jobs, per-type templates, the goal."""
+
+    def __init__(
+        self,
+        base: Fleet,
+        templates: dict[tuple[str, Purchase], Pool],
+        policy: Policy,
+        target: float,
+        limit: int | None,
+    ) -> None:
+        self.base = base
+        self.templates = templates
+        self.policy = policy
+        self.target = target
+        self.limit = limit
+        self.need = float(base.demand.output_tokens_per_s.max(initial=0.0)) * (1 + policy.headroom)
+        self.horizon_h = base.steps * base.demand.step_s / 3600.0
+
+    def fleet(self, pools: Sequence[tuple[str, Purchase, int]], jobs: bool = True) -> Fleet:
+        made = tuple(replace(self.templates[(i, p)], count=n) for i, p, n in pools if n > 0)
+        return replace(self.base, pools=made, jobs=self.base.jobs if jobs else ())
+
+    def ok(self, run: FleetRun) -> bool:
+        return (run.metrics["slo_attainment"] or 0.0) >= self.target - 1e-12 and run.metrics[
+            "jobs_deadline_missed"
+        ] == 0
+
+    def train_start(self, instance: str, purchase: Purchase) -> int:
+        """Instances for the average training load or the biggest job, whichever is more."""
+        t = self.templates[(instance, purchase)]
+        if not self.base.jobs:
+            return 1
+        work = sum(j.chip_hours for j in self.base.jobs) / max(self.horizon_h, 1e-9)
+        biggest = max(j.chips for j in self.base.jobs)
+        return max(1, math.ceil(max(work, biggest) / (t.chips_per_instance * (t.train_speed or 1.0))))
+
+    def start(self, instance: str, purchase: Purchase, training: bool) -> int:
+        """A first size to try: the peak inference need, at least what training needs."""
+        t = self.templates[(instance, purchase)]
+        n = 1
+        if t.replica_tokens_per_s:
+            n = math.ceil(self.need / t.replica_tokens_per_s) * t.instances_per_replica
+        return max(n, self.train_start(instance, purchase)) if training else max(1, n)
+
+    def size(
+        self, make: Callable[[int], Fleet], start: int, policy: Policy, ok: Callable[[FleetRun], bool]
+    ) -> tuple[int | None, FleetRun, int]:
+        """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%."""
+        limit = self.limit or max(64 * start, 1024)
+        n = min(start, limit)
+        run = run_policy(make(n), policy, series_points=1)
+        lo, hi, best = 0, None, run
+        while not ok(run):
+            lo = n
+            if n >= limit:
+                return None, run, n
+            n = min(limit, n * 2)
+            run = run_policy(make(n), policy, series_points=1)
+        hi, best = n, run
+        while hi - lo > max(1, hi // 200):
+            mid = (lo + hi) // 2
+            trial = run_policy(make(mid), policy, series_points=1)
+            if ok(trial):
+                hi, best = mid, trial
+            else:
+                lo = mid
+        return hi, best, hi
+
+
+def _pools_out(fleet: Fleet) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "instance": p.instance,
+            "purchase": p.purchase,
+            "count": p.count,
+            "chips": p.chips,
+            "usd_per_instance_hour": p.usd_per_instance_hour,
+            "price_basis": p.price_basis,
+        }
+        for p in fleet.pools
+    )
+
+
+def _pct(x: float) -> str:
+    """Enough digits to tell 99.99% from 99.999%."""
+    return f"{100 * x:.6g}%" if x > 0.999 else f"{100 * x:.2f}%"
+
+
+def _failed(
+    pl: _Planner, label: str, policy: str, run: FleetRun, pools: tuple[dict[str, Any], ...]
+) -> Candidate:
+    m = run.metrics
+    size = sum(p["count"] for p in pools)
+    if (m["slo_attainment"] or 0.0) < pl.target:
+        why = (
+            f"SLO attainment {_pct(m['slo_attainment'] or 0.0)} < target {_pct(pl.target)} "
+            f"even at {size:,} instances"
+        )
+    else:
+        why = f"misses {m['jobs_deadline_missed']} training deadline(s) even at {size:,} instances"
+    return Candidate(label, policy, pools, False, _summary(run), why)
+
+
+def _candidates(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
+    out: list[Candidate] = []
+    policy = pl.policy
+    has_jobs = bool(pl.base.jobs)
+    reserved_size: dict[str, int] = {}
+    for name in names:
+        for buy in purchases:
+            t = pl.templates[(name, buy)]
+            label = f"{name} {buy.replace('_', '-')}"
+            if not t.replica_tokens_per_s:
+                out.append(
+                    Candidate(label, policy.name, (), False, {}, f"cannot serve: {'; '.join(t.notes)}")
+                )
+                continue
+            if has_jobs and t.train_speed is None:
+                out.append(
+                    Candidate(
+                        label,
+                        policy.name,
+                        (),
+                        False,
+                        {},
+                        f"{name} cannot train and there are {len(pl.base.jobs)} training jobs",
+                    )
+                )
+                continue
+
+            def make(n: int, name: str = name, buy: Purchase = buy) -> Fleet:
+                return pl.fleet([(name, buy, n)])
+
+            n, run, tried = pl.size(make, pl.start(name, buy, True), policy, pl.ok)
+            pools = _pools_out(make(tried))
+            if n is None:
+                out.append(_failed(pl, label, policy.name, run, pools))
+                continue
+            if buy == "reserved":
+                reserved_size[name] = n
+            out.append(Candidate(label, policy.name, pools, True, _summary(run)))
+    out += _pairs(pl, names, purchases)
+    out += _bursts(pl, reserved_size, purchases)
+    return out
+
+
+def _per_unit(pl: _Planner, name: str, buy: Purchase, training: bool) -> float:
+    t = pl.templates[(name, buy)]
+    if t.usd_per_instance_hour is None:
+        return math.inf
+    if training:
+        return (
+            t.usd_per_instance_hour / (t.chips_per_instance * (t.train_speed or 0.0))
+            if t.train_speed
+            else math.inf
+        )
+    cap = t.replica_tokens_per_s
+    return t.usd_per_instance_hour * t.instances_per_replica / cap if cap else math.inf
+
+
+def _pairs(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
+    """An inference type sized for the SLO alone, plus a training type sized for the deadlines."""
+    if not pl.base.jobs:
+        return []
+    buy: Purchase = "reserved" if "reserved" in purchases else purchases[0]
+    serve = sorted(
+        (n for n in names if pl.templates[(n, buy)].replica_tokens_per_s),
+        key=lambda n: _per_unit(pl, n, buy, False),
+    )
+    train = sorted(
+        (n for n in names if pl.templates[(n, buy)].train_speed), key=lambda n: _per_unit(pl, n, buy, True)
+    )
+    out = []
+
+    def serves(run: FleetRun) -> bool:
+        return (run.metrics["slo_attainment"] or 0.0) >= pl.target
+
+    for s in serve[:PAIR_TOP]:
+
+        def alone(n: int, s: str = s) -> Fleet:
+            return pl.fleet([(s, buy, n)], jobs=False)
+
+        n_s, run_s, tried_s = pl.size(alone, pl.start(s, buy, False), pl.policy, serves)
+        for t in train[:PAIR_TOP]:
+            if t == s:
+                continue
+            label = f"{s} + {t} {buy.replace('_', '-')}"
+            if n_s is None:
+                out.append(
+                    _failed(pl, label, pl.policy.name, run_s, _pools_out(pl.fleet([(s, buy, tried_s)])))
+                )
+                continue
+
+            def make(n: int, s: str = s, t: str = t, n_s: int = n_s) -> Fleet:
+                return pl.fleet([(s, buy, n_s), (t, buy, n)])
+
+            n_t, run, tried = pl.size(make, pl.train_start(t, buy), pl.policy, pl.ok)
+            pools = _pools_out(make(tried))
+            out.append(
+                Candidate(label, pl.policy.name, pools, True, _summary(run))
+                if n_t is not None
+                else _failed(pl, label, pl.policy.name, run, pools)
+            )
+    return out
+
+
+def _bursts(pl: _Planner, reserved_size: dict[str, int], purchases: list[Purchase]) -> list[Candidate]:
+    """A reserved base (a share of the all-reserved size) with on-demand burst of the same type."""
+    if not {"reserved", "on_demand"} <= set(purchases):
+        return []
+    policy = Policy(
+        "autoscale",
+        headroom=pl.policy.headroom,
+        base_quantile=1.0,
+        lend_idle=True,
+        launch_minutes=pl.policy.launch_minutes,
+        reclaim_minutes=pl.policy.reclaim_minutes,
+        cooldown_minutes=pl.policy.cooldown_minutes,
+    )
+    out = []
+    for name, full in reserved_size.items():
+        best: Candidate | None = None
+        for frac in BASE_FRACTIONS:
+            base = max(1, math.ceil(full * frac))
+            fleet = pl.fleet([(name, "reserved", base), (name, "on_demand", full)])
+            run = run_policy(fleet, policy, series_points=1)
+            cand = Candidate(
+                f"{name} reserved base {base:,} + on-demand burst",
+                policy.name,
+                _pools_out(fleet),
+                pl.ok(run),
+                _summary(run),
+            )
+            if not cand.meets:
+                cand = _failed(pl, cand.label, policy.name, run, cand.pools)
+            if best is None or (cand.meets, -(cand.cost or math.inf)) > (
+                best.meets,
+                -(best.cost or math.inf),
+            ):
+                best = cand
+        if best is not None:
+            out.append(best)
+    return out
+
+
+def _rank(pl: _Planner, found: list[Candidate]) -> tuple[Candidate, list[Candidate]]:
+    priced = sorted((c for c in found if c.meets and c.cost is not None), key=lambda c: c.cost or 0.0)
+    if not priced:
+        close = max(
+            (c for c in found if c.metrics),
+            key=lambda c: c.metrics.get("slo_attainment") or 0.0,
+            default=None,
+        )
+        hint = f" Closest: {close.label} ({close.why_lost or 'unpriced'})." if close else ""
+        unpriced = [c.label for c in found if c.meets]
+        extra = f" {', '.join(unpriced)} would meet it but have no price." if unpriced else ""
+        raise InfeasibleError(
+            f"No fleet mix meets {_pct(pl.target)} SLO attainment and every training deadline "
+            f"over {pl.horizon_h:g} h.{hint}{extra}",
+            "lower --target, relax deadlines, add instance types (--instances), or give prices (--price).",
+        )
+    best = priced[0]
+    rest = []
+    for c in found:
+        if c is best:
+            continue
+        if c.meets and c.cost is None:
+            c = replace(
+                c,
+                why_lost="meets the goal but has no price: "
+                + "; ".join(p["price_basis"] for p in c.pools if p["usd_per_instance_hour"] is None),
+            )
+        elif c.meets and c.cost is not None and best.cost:
+            c = replace(
+                c,
+                why_lost=f"costs ${c.cost:,.0f} over the horizon, {100 * (c.cost / best.cost - 1):.1f}% more",
+            )
+        rest.append(c)
+    rest.sort(key=lambda c: (not c.meets, c.cost is None, c.cost or 0.0))
+    return best, rest
+
+
+def plan_fleet(
+    ff: FleetFile,
+    *,
+    instances: Sequence[str] | None = None,
+    target: float | None = None,
+    purchases: Sequence[Purchase] | None = None,
+    policy: str | None = None,
+    catalog: Catalog | None = None,
+    max_instances: int | None = None,
+) -> FleetPlan:
+    """The cheapest mix of `instances` meeting `target` SLO attainment and every deadline."""
+    spec = ff.spec.plan
+    catalog = catalog or load_catalog()
+    names = list(instances or (spec.instances if spec and spec.instances else DEFAULT_CANDIDATES))
+    check_instances(ff, catalog, [(("plan", "instances", i), n) for i, n in enumerate(names)])
+    buys: list[Purchase] = list(purchases or (spec.purchases if spec else ["reserved", "on_demand"]))
+    goal = target if target is not None else spec.slo_attainment if spec else 0.99
+    if policy is not None:
+        pol = make_policies(ff, [policy])[0]
+    elif spec is not None:
+        pol = Policy(**as_policy(spec.policy).model_dump())
+    else:
+        pol = make_policies(ff, ["day_night"])[0]
+    probe = [PoolSpec(instance=n, count=1) for n in names]
+    base = build_fleet(ff, catalog=catalog, pools=probe, pools_loc=("plan", "instances"))
+    templates: dict[tuple[str, Purchase], Pool] = {}
+    for pool in base.pools:
+        for buy in buys:
+            usd, basis = price_of(catalog, pool.instance, buy, ff.spec.region)
+            templates[(pool.instance, buy)] = replace(
+                pool, purchase=buy, usd_per_instance_hour=usd, price_basis=basis
+            )
+    planner = _Planner(base, templates, pol, goal, max_instances or (spec.max_instances if spec else None))
+    best, rest = _rank(planner, _candidates(planner, names, buys))
+    return FleetPlan(
+        target=goal,
+        policy=pol.name,
+        horizon_hours=planner.horizon_h,
+        best=best,
+        runners_up=tuple(rest),
+        assumptions=(
+            *base.assumptions,
+            "sizes are the fewest instances meeting the goal, found by simulation (doubling, then bisection to 0.5%)",
+            "costs are instance-hours billed over the horizon x price; reserved is billed every hour",
+        ),
+    )
