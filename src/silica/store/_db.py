@@ -1,0 +1,232 @@
+"""The store's engine, migrations and the few operations Silica needs: record, list, get.
+
+Every write is one transaction: a batch of records is committed together or not at all, so a crash or
+an error mid-write never leaves half an advice run behind, and what was committed before stays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from silica.errors import InputError, SilicaError
+from silica.store.models import RecordRow
+
+__all__ = ["ENV_URL", "Store", "StoreError", "StoredRecord", "data_dir", "database_url"]
+
+ENV_URL = "SILICA_DB_URL"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+MAX_KIND, MAX_NAME = 64, 512
+
+
+class StoreError(SilicaError):
+    """The database cannot be reached or written (exit code 2, one line, like every Silica error)."""
+
+
+def data_dir() -> Path:
+    """The user's data directory for Silica (XDG on Linux, Application Support on macOS, LOCALAPPDATA)."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "silica"
+
+
+def database_url(url: str | None = None) -> str:
+    """`url`, else `SILICA_DB_URL`, else SQLite in the data directory; plain postgresql:// uses psycopg 3."""
+    chosen = url or os.environ.get(ENV_URL) or f"sqlite:///{data_dir() / 'silica.db'}"
+    if chosen.startswith(("postgresql://", "postgres://")):
+        chosen = "postgresql+psycopg://" + chosen.split("://", 1)[1]
+    return chosen
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    id: int
+    kind: str
+    name: str
+    created_at: datetime
+    batch: str
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(),
+            "batch": self.batch,
+            "payload": self.payload,
+        }
+
+
+def _check(kind: str, name: str, payload: Any) -> dict[str, Any]:
+    """Reject what the database should never hold, before any transaction starts."""
+    if not kind or len(kind) > MAX_KIND:
+        raise InputError(f"Record kind {kind!r} must be 1-{MAX_KIND} characters.", "use a short kind name.")
+    if len(name) > MAX_NAME:
+        raise InputError(f"Record name is longer than {MAX_NAME} characters.", "shorten it.")
+    if not isinstance(payload, dict):
+        raise InputError(
+            f"A {kind} record's payload must be a JSON object.", "pass a dict (result.to_dict())."
+        )
+    try:
+        # Round-trip: what is stored is exactly what JSON can carry (no NaN, no objects).
+        plain: dict[str, Any] = json.loads(json.dumps(payload, allow_nan=False, default=_refuse))
+    except (TypeError, ValueError) as err:
+        raise InputError(
+            f"The {kind} record {name!r} is not plain JSON: {err}.", "store result.to_dict()."
+        ) from None
+    return plain
+
+
+def _refuse(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class Store:
+    """A migrated database. Open one with `silica.store.open_store()`."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = database_url(url)
+        try:
+            parsed = make_url(self.url)
+        except ArgumentError:
+            raise StoreError(
+                f"{self.url!r} is not a database URL.", f"set {ENV_URL} to e.g. sqlite:///path.db."
+            ) from None
+        self.display_url = parsed.render_as_string(hide_password=True)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.engine: Engine = create_engine(self.url)
+        except (ArgumentError, ImportError, SQLAlchemyError) as err:
+            raise StoreError(f"Cannot use database {self.display_url}: {err}.", f"check {ENV_URL}.") from None
+        if parsed.get_backend_name() == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        from alembic import command
+        from alembic.config import Config
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.set_main_option("path_separator", "os")
+        config.set_main_option("version_locations", str(MIGRATIONS / "versions"))
+        head = ScriptDirectory.from_config(config).get_current_head()
+        try:
+            with self.engine.begin() as connection:
+                if MigrationContext.configure(connection).get_current_revision() == head:
+                    return
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        except SQLAlchemyError as err:
+            raise StoreError(
+                f"Cannot open database {self.display_url}: {_first_line(err)}.",
+                f"check that it is running and that {ENV_URL} is right.",
+            ) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One unit of work: committed at the end, rolled back entirely on any exception."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def record(self, kind: str, name: str, payload: dict[str, Any]) -> int:
+        """Keep one result; returns its id."""
+        return self.record_many([(kind, name, payload)])[0]
+
+    def record_many(self, items: Sequence[tuple[str, str, dict[str, Any]]]) -> list[int]:
+        """Keep several results in one transaction (all or none); returns their ids in order."""
+        checked = [(kind, name, _check(kind, name, payload)) for kind, name, payload in items]
+        now, batch = datetime.now(UTC), str(uuid.uuid4())
+        rows = [RecordRow(kind=k, name=n, created_at=now, batch=batch, payload=p) for k, n, p in checked]
+        try:
+            with self.transaction() as session:
+                session.add_all(rows)
+                session.flush()
+                return [row.id for row in rows]
+        except SQLAlchemyError as err:
+            raise StoreError(
+                f"Could not write to {self.display_url}: {_first_line(err)}.", "nothing was written."
+            ) from None
+
+    def history(self, kind: str | None = None, limit: int = 50) -> list[StoredRecord]:
+        """The latest records, newest first, optionally of one kind."""
+        if limit < 1:
+            raise InputError(f"limit must be at least 1, got {limit}.", "pass --limit 1 or more.")
+        query = select(RecordRow).order_by(RecordRow.created_at.desc(), RecordRow.id.desc()).limit(limit)
+        if kind is not None:
+            query = query.where(RecordRow.kind == kind)
+        return self._read(query)
+
+    def get(self, record_id: int) -> StoredRecord:
+        found = self._read(select(RecordRow).where(RecordRow.id == record_id))
+        if not found:
+            raise InputError(f"No record {record_id} in {self.display_url}.", "see `silica history`.")
+        return found[0]
+
+    def count(self, kind: str | None = None) -> int:
+        query = select(func.count(RecordRow.id))
+        if kind is not None:
+            query = query.where(RecordRow.kind == kind)
+        try:
+            with self._sessions() as session:
+                return int(session.scalar(query) or 0)
+        except SQLAlchemyError as err:
+            raise StoreError(
+                f"Could not read {self.display_url}: {_first_line(err)}.", "check the database."
+            ) from None
+
+    def _read(self, query: Any) -> list[StoredRecord]:
+        try:
+            with self._sessions() as session:
+                return [_stored(row) for row in session.scalars(query)]
+        except SQLAlchemyError as err:
+            raise StoreError(
+                f"Could not read {self.display_url}: {_first_line(err)}.", "check the database."
+            ) from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _stored(row: RecordRow) -> StoredRecord:
+    created = row.created_at
+    created = (
+        created.astimezone(UTC) if created.tzinfo else created.replace(tzinfo=UTC)
+    )  # SQLite drops the zone
+    return StoredRecord(row.id, row.kind, row.name, created, row.batch, dict(row.payload))
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    # FULL sync: a committed transaction survives a crash of the process or of the machine.
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.close()
+
+
+def _first_line(err: Exception) -> str:
+    return str(getattr(err, "orig", None) or err).strip().splitlines()[0].rstrip(".")
