@@ -1,0 +1,103 @@
+"""Read YAML while remembering the line every value came from, so errors can name it.
+
+`yaml.safe_load` throws the marks away. Here the file is composed into nodes with the safe loader
+(no arbitrary Python objects), converted to plain values by hand, and the 1-based line of every mapping
+key and sequence item is kept in a table keyed by its path, e.g. ("workloads", 2, "load").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from silica.errors import DataFileError
+
+__all__ = ["Located", "load_located"]
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Located:
+    """Plain Python values read from a YAML file, and where each one sits in the file."""
+
+    path: Path
+    value: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+
+    def line(self, where: Path_) -> int:
+        """The line of `where`, or of its nearest parent that has one (1 if none does)."""
+        probe = tuple(where)
+        while probe:
+            if probe in self.lines:
+                return self.lines[probe]
+            probe = probe[:-1]
+        return self.lines.get((), 1)
+
+    def error(self, where: Path_, problem: str, fix: str) -> DataFileError:
+        """A one-line error naming the file, the line and the field."""
+        dotted = ".".join(str(p) for p in where) or "(top level)"
+        return DataFileError(f"{self.path}, line {self.line(where)}, field {dotted}: {problem}", fix)
+
+
+def load_located(path: Path) -> Located:
+    """Parse `path` (YAML) into plain values plus a line table; a syntax error names its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise DataFileError(
+            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
+        ) from err
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise DataFileError(
+            f"{path}, line {line}: not valid YAML ({err.problem}).", "fix the indentation or quoting there."
+        ) from None
+    lines: dict[Path_, int] = {}
+    if node is None:
+        return Located(path, None, lines)
+    lines[()] = node.start_mark.line + 1
+    constructor = yaml.SafeLoader(text)  # constructs scalars with YAML 1.1 rules (ints, floats, bools)
+    try:
+        value = _convert(node, (), lines, constructor, path)
+    finally:
+        constructor.dispose()
+    return Located(path, value, lines)
+
+
+def _convert(
+    node: yaml.Node, where: Path_, lines: dict[Path_, int], loader: yaml.SafeLoader, path: Path
+) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise DataFileError(
+                    f"{path}, line {key_node.start_mark.line + 1}: YAML merge keys (<<) are not supported.",
+                    "write the fields out in full.",
+                )
+            key = loader.construct_object(key_node, deep=True)
+            here = (*where, str(key))
+            if str(key) in out:
+                raise DataFileError(
+                    f"{path}, line {key_node.start_mark.line + 1}, field {'.'.join(map(str, here))}: "
+                    "given twice.",
+                    "keep one of them.",
+                )
+            lines[here] = key_node.start_mark.line + 1
+            out[str(key)] = _convert(value_node, here, lines, loader, path)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            here = (*where, i)
+            lines[here] = item.start_mark.line + 1
+            items.append(_convert(item, here, lines, loader, path))
+        return items
+    return loader.construct_object(node, deep=True)

@@ -1,0 +1,136 @@
+"""`advise`: the front door. Inventory in, one verdict per workload out, with the numbers behind it.
+
+For each workload: plan every instance type (`silica.plan.compare`), model today's deployment
+(`silica.plan.estimate`), cost both at the workload's load, apply the decision rules, and re-decide on a
+grid of prices and utilisations to show how firm the verdict is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from silica.advise.costing import candidates, current_cost
+from silica.advise.decide import decide, migration_weeks, with_estimates
+from silica.advise.inventory import Inventory, WorkloadSpec, load_inventory
+from silica.advise.results import Advice, Sensitivity, Verdict, WorkloadAdvice
+from silica.advise.rules import Rules, load_rules
+from silica.errors import InputError, SilicaError
+from silica.plan import compare, estimate
+from silica.results import Estimate
+from silica.workload import Deployment
+
+__all__ = ["PRICE_FACTORS", "UTILISATIONS", "advise", "advise_workload", "effective_rules"]
+
+PRICE_FACTORS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25, 1.5)
+UTILISATIONS: tuple[float, ...] = (0.4, 0.55, 0.7, 0.85, 1.0)
+
+
+def effective_rules(
+    inv: Inventory, settings: Mapping[str, Any] | None = None, base: Rules | None = None
+) -> Rules:
+    """The bundled rules, then the inventory's `rules:` overrides, then `--set` ones (last wins)."""
+    rules = base or load_rules()
+    if inv.rule_overrides:
+        origin = {k: f"{inv.path}, line {inv.rule_lines[k]}, field rules.{k}" for k in inv.rule_overrides}
+        rules = rules.with_overrides(inv.rule_overrides, origin)
+    if settings:
+        rules = rules.with_overrides(settings, "--set")
+    return rules
+
+
+def advise(
+    inventory: Inventory | str | Path,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    rules: Rules | None = None,
+) -> Advice:
+    """Advise every workload of an inventory (a path or an already loaded `Inventory`)."""
+    inv = inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
+    rules = effective_rules(inv, settings, rules)
+    rate = inv.engineer_usd_per_week or rules["engineer_usd_per_week"]
+    workloads = tuple(advise_workload(spec, inv, rules, rate) for spec in inv.workloads)
+    option = inv.option or "the catalog's default (your price, else on-demand, else Capacity Block)"
+    return Advice(
+        inventory=str(inv.path),
+        workloads=workloads,
+        rules=rules.to_dict(),
+        engineer_usd_per_week=rate,
+        assumptions=(
+            f"prices: {option}" + (f" in {inv.region}" if inv.region else ""),
+            "a month is 730 hours, as AWS bills it",
+            f"migration cost = engineer-weeks x ${rate:,.0f} per engineer-week; running old and new side by "
+            "side during the cut-over is not counted beyond the GPU fallback rule",
+            "Trainium2/3 and UltraServer prices are not public: those options show a break-even price, "
+            "never a cost",
+        ),
+    )
+
+
+def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Estimate | None]:
+    # The training planner warns (numpy nanmin over an all-NaN slice) on instances where no layout gives
+    # a finite time; those come back infeasible with a reason, so the warning carries nothing more.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            found = compare(
+                spec.model, spec.workload, catalog=inv.catalog, option=inv.option, region=inv.region
+            )
+            now = None
+            if spec.current.instance is not None:
+                now = estimate(
+                    spec.model,
+                    spec.workload,
+                    Deployment(spec.current.instance, spec.current.count),
+                    catalog=inv.catalog,
+                    option=inv.option,
+                    region=inv.region,
+                )
+        except SilicaError as err:
+            raise InputError(
+                f"{inv.path}, line {spec.line}, workload {spec.name!r}: {err.problem}", err.fix
+            ) from None
+    return found.results, now
+
+
+def advise_workload(spec: WorkloadSpec, inv: Inventory, rules: Rules, rate: float) -> WorkloadAdvice:
+    found, now = _plan(spec, inv)
+    current = current_cost(spec, now, rules)
+    cands = candidates(spec, found, current.runs_per_month)
+    decision = with_estimates(decide(spec, cands, current, rules, rate), cands)
+    knob = "serving_utilisation" if spec.task == "inference" else "training_goodput"
+    utils = tuple(sorted({*UTILISATIONS, rules[knob]}))
+    grid: list[tuple[Verdict, ...]] = []
+    for factor in PRICE_FACTORS:
+        row = tuple(
+            decide(spec, cands, current, rules, rate, price_factor=factor, utilisation=u).verdict
+            for u in utils
+        )
+        grid.append(row)
+    assumptions = [f"today: {current.basis}"]
+    if current.runs_basis:
+        assumptions.append(f"runs per month {current.runs_per_month:.2f}: {current.runs_basis}")
+    assumptions.append(f"{knob} {rules[knob]:g}: proposed fleets are sized for it")
+    seen = set()
+    for cand in cands:
+        if cand.group not in seen:
+            seen.add(cand.group)
+            assumptions.append(f"migration to {cand.group}: {migration_weeks(spec, cand, rules)[1]}")
+    if now is not None and not now.feasible:
+        assumptions.append(f"the model finds today's deployment infeasible: {'; '.join(now.reasons)}")
+    return WorkloadAdvice(
+        name=spec.name,
+        model=spec.model.id,
+        task=spec.task,
+        verdict=decision.verdict,
+        reasons=decision.reasons,
+        current=current,
+        proposed=decision.proposed,
+        best_alternative=decision.best_alternative,
+        best=decision.best,
+        options=decision.options,
+        sensitivity=Sensitivity(PRICE_FACTORS, utils, tuple(grid), knob),
+        assumptions=tuple(assumptions),
+    )

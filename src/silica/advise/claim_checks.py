@@ -1,0 +1,347 @@
+"""The checks behind `silica claims`: each re-derives one kind of claim from the planner and catalog.
+
+Every figure comes from `silica.plan.compare` on the standard workloads of `data/claims.yaml` at on-demand
+prices, or from the chip table. Where a price is missing a check computes the hourly price at which the
+claim would hold instead of guessing one. Cost and price checks live here; generation and spec checks in
+`silica.advise.claim_specs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from silica.advise.claim_context import Context, cannot_run, divide, result
+from silica.advise.claim_specs import (
+    generation_throughput_latency,
+    generation_training,
+    trn3_figures,
+    trn3_vs_blackwell,
+)
+from silica.advise.claims import ClaimResult, ClaimSpec, ClaimVerdict, Figure, Grade, HoldsAt, combine, grade
+from silica.catalog import get_instance
+from silica.catalog.schema import PurchaseOption
+
+__all__ = ["CHECKS", "Context"]
+
+
+def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    subject, ref = p["subject"], p["reference"]
+    ref_price = ctx.price(ref)
+    figures, holds, grades = [], [], []
+    for wid in p["workloads"]:
+        s, r = ctx.best(wid, subject), ctx.best(wid, ref)
+        if s is None or r is None:
+            return cannot_run(spec, f"{subject} or {ref} on {wid}")
+        perf = divide(ctx.per_instance(s), ctx.per_instance(r))
+        g = grade(perf, 1.0, 1.0 - p["competitive"], 0.0)
+        grades.append(g)
+        figures.append(Figure(f"throughput per instance, {subject} / {ref}, {wid}", perf, 1.0, "ratio", g))
+        cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
+        if cost_r and hours:
+            holds.append(
+                HoldsAt(
+                    subject, p["price_ratio"] * cost_r / hours, f"{wid}: half the cost per token of {ref}"
+                )
+            )
+    if ref_price:
+        holds.insert(
+            0,
+            HoldsAt(
+                subject, p["price_ratio"] * ref_price, f"half the hourly price of {ref} (${ref_price:,.2f})"
+            ),
+        )
+    spot = ctx.price(subject, "spot")
+    notes = (
+        [f"the only {subject} price observed is a spot price, ${spot:,.2f}/h, not comparable with on-demand"]
+        if spot
+        else []
+    )
+    perf_verdict = combine(grades)
+    if ctx.price(subject) is None:
+        verdict: ClaimVerdict = "cannot check" if perf_verdict != "not supported" else "not supported"
+        reason = (
+            f"{subject} has no public on-demand price; its performance is "
+            f"{'competitive' if perf_verdict == 'supported' else 'not competitive on every workload'}"
+        )
+    else:
+        verdict, reason = perf_verdict, "graded on performance; price compared below"
+    computed = "; ".join(f"{f.name}: {f.value:.2f}x" for f in figures if f.value is not None)
+    return result(spec, verdict, computed, reason, figures, holds, notes)
+
+
+def price_performance_breakeven(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    subject, ref = p["subject"], p["reference"]
+    figures, holds = [], []
+    for wid in p["workloads"]:
+        s, r = ctx.best(wid, subject), ctx.best(wid, ref)
+        if s is None or r is None or ctx.price(ref) is None:
+            return cannot_run(spec, f"{subject} or {ref} on {wid}")
+        cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
+        assert cost_r is not None and hours is not None
+        for better in (p["better_low"], p["better_high"]):
+            holds.append(
+                HoldsAt(
+                    subject,
+                    cost_r / (1 + better) / hours,
+                    f"{wid}: {better:.0%} better price-performance than {ref}",
+                )
+            )
+        figures.append(
+            Figure(
+                f"throughput per instance, {subject} / {ref}, {wid}",
+                divide(ctx.per_instance(s), ctx.per_instance(r)),
+                None,
+                "ratio",
+                None,
+            )
+        )
+        cost_s = ctx.unit_cost(s, wid)
+        if cost_s:
+            better = cost_r / cost_s - 1.0
+            figures.append(
+                Figure(
+                    f"price-performance gain over {ref}, {wid}",
+                    better,
+                    p["better_low"],
+                    "fraction",
+                    grade(better, p["better_low"], ctx.tolerance, 0.0),
+                )
+            )
+    graded = [f.grade for f in figures if f.grade is not None]
+    verdict = combine(graded) if graded else "cannot check"
+    reason = "graded at catalog prices" if graded else f"{subject} has no public on-demand price"
+    computed = "holds if " + "; ".join(f"{h.meaning}: <= ${h.usd_per_hour:,.2f}/h" for h in holds)
+    return result(spec, verdict, computed, reason, figures, holds)
+
+
+def cost_reduction(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    figures = []
+    for wid in p["workloads"]:
+        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
+        if s is None or r is None:
+            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        cost_s, cost_r = ctx.unit_cost(s, wid), ctx.unit_cost(r, wid)
+        cut = 1.0 - cost_s / cost_r if cost_s and cost_r else None
+        figures.append(
+            Figure(
+                f"{ctx.unit(wid)}: {p['subject']} ${cost_s:,.2f} vs {p['reference']} ${cost_r:,.2f}, {wid}",
+                cut,
+                p["reduction"],
+                "fraction lower",
+                grade(cut, p["reduction"], ctx.tolerance, 0.0),
+            )
+        )
+    verdict = combine([f.grade for f in figures])
+    computed = "; ".join(f"{f.value:.0%} lower ({f.name})" for f in figures if f.value is not None)
+    return result(spec, verdict, computed, f"claimed {p['reduction']:.0%} lower", figures)
+
+
+def best_case_cost_ratio(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    figures, holds, ratios = [], [], []
+    for wid in p["workloads"]:
+        s, r, u = (
+            ctx.best(wid, p["subject"]),
+            ctx.best(wid, p["reference"]),
+            ctx.best(wid, p["unpriced_subject"]),
+        )
+        cost_r = ctx.unit_cost(r, wid) if r else None
+        ratio = divide(ctx.unit_cost(s, wid) if s else None, cost_r)
+        if ratio is not None:
+            ratios.append((ratio, wid))
+            figures.append(
+                Figure(
+                    f"cost ratio {p['subject']} / {p['reference']}, {wid}",
+                    ratio,
+                    p["cost_ratio"],
+                    "ratio",
+                    None,
+                )
+            )
+        hours = ctx.hours_per_mtok(u, wid) if u else None
+        if cost_r and hours:
+            holds.append(
+                HoldsAt(
+                    p["unpriced_subject"],
+                    p["cost_ratio"] * cost_r / hours,
+                    f"{wid}: 25% of {p['reference']}'s cost",
+                )
+            )
+    if not ratios:
+        return cannot_run(spec, f"{p['subject']} or {p['reference']}")
+    best, where = min(ratios)
+    g = grade(1.0 - best, 1.0 - p["cost_ratio"], ctx.tolerance, 0.0)
+    figures.append(
+        Figure(
+            f"best case: cost lower on {p['subject']} than {p['reference']} ({where})",
+            1.0 - best,
+            1.0 - p["cost_ratio"],
+            "fraction lower",
+            g,
+        )
+    )
+    computed = f"at best {best:.0%} of {p['reference']}'s cost ({where}); claimed {p['cost_ratio']:.0%}"
+    return result(
+        spec,
+        combine([g]),
+        computed,
+        "graded on the best workload, as the claim says 'some workloads'",
+        figures,
+        holds,
+    )
+
+
+def throughput_and_cost(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    figures = []
+    for wid in p["workloads"]:
+        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
+        if s is None or r is None:
+            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        speed = divide(ctx.per_instance(s), ctx.per_instance(r))
+        cost_s, cost_r = ctx.unit_cost(s, wid), ctx.unit_cost(r, wid)
+        cut = 1.0 - cost_s / cost_r if cost_s and cost_r else None
+        figures.append(
+            Figure(
+                f"throughput per instance, {p['subject']} / {p['reference']}, {wid}",
+                speed,
+                p["throughput_ratio"],
+                "ratio",
+                grade(speed, p["throughput_ratio"], ctx.tolerance, 1.0),
+                neutral=1.0,
+            )
+        )
+        figures.append(
+            Figure(
+                f"cost per inference, lower on {p['subject']}, {wid}",
+                cut,
+                p["reduction"],
+                "fraction lower",
+                grade(cut, p["reduction"], ctx.tolerance, 0.0),
+            )
+        )
+    computed = "; ".join(f"{f.name}: {f.value:.2f}" for f in figures if f.value is not None)
+    return result(
+        spec, combine([f.grade for f in figures]), computed, "both halves graded", figures, notes=[p["note"]]
+    )
+
+
+def best_of_family_price_performance(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    figures = []
+    for wid in p["workloads"]:
+
+        def cheapest(ids: list[str], wid: str = wid) -> tuple[float, str] | None:
+            costs = [(c, i) for i in ids if (e := ctx.best(wid, i)) and (c := ctx.unit_cost(e, wid))]
+            return min(costs) if costs else None
+
+        s, r = cheapest(p["subject"]), cheapest(p["reference"])
+        if s is None or r is None:
+            return cannot_run(spec, f"the Inf2 or the GPU instances on {wid}")
+        better = r[0] / s[0] - 1.0
+        figures.append(
+            Figure(
+                f"price-performance of {s[1]} (${s[0]:.3f}) over {r[1]} (${r[0]:.3f}), {wid}",
+                better,
+                p["better"],
+                "fraction better",
+                grade(better, p["better"], ctx.tolerance, 0.0),
+            )
+        )
+    computed = "; ".join(f"{f.value:+.0%} ({f.name})" for f in figures if f.value is not None)
+    note = f"comparable instances: the cheapest per token of {', '.join(p['reference'])}"
+    return result(
+        spec,
+        combine([f.grade for f in figures]),
+        computed,
+        "best Inf2 size vs best GPU instance",
+        figures,
+        notes=[note],
+    )
+
+
+def unpriced_vs_best_gpu(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    gpus = [
+        i
+        for i, inst in ctx.catalog.instances.items()
+        if ctx.catalog.chips[inst.chip].vendor == "nvidia" and ctx.price(i)
+    ]
+    figures, holds = [], []
+    for wid in p["workloads"]:
+        costs = [(c, i) for i in gpus if (e := ctx.best(wid, i)) and (c := ctx.unit_cost(e, wid))]
+        s = ctx.best(wid, p["subject"])
+        if not costs or s is None:
+            continue
+        best, where = min(costs)
+        figures.append(
+            Figure(f"cheapest GPU {ctx.unit(wid)}: {where}, {wid}", best, None, ctx.unit(wid), None)
+        )
+        hours = ctx.hours_per_mtok(s, wid)
+        if hours:
+            holds.append(
+                HoldsAt(
+                    p["subject"],
+                    (1 - p["reduction"]) * best / hours,
+                    f"{wid}: {p['reduction']:.0%} below {where}",
+                )
+            )
+    computed = "holds if " + "; ".join(f"{h.meaning}: <= ${h.usd_per_hour:,.2f}/h" for h in holds)
+    return result(spec, "cannot check", computed, f"{p['subject']} has no public price", figures, holds)
+
+
+def per_gpu_price(spec: ClaimSpec, ctx: Context) -> ClaimResult:
+    p = spec.params
+    inst = get_instance(ctx.catalog, p["instance"])
+    figures = []
+    options: tuple[PurchaseOption, ...] = ("on_demand", "capacity_block", "spot")
+    for option in options:
+        price = ctx.price(p["instance"], option)
+        if price is not None:
+            per_gpu = price / inst.chips
+            g: Grade | None = None
+            if option == "on_demand":
+                g = (
+                    "supported"
+                    if p["low"] <= per_gpu <= p["high"]
+                    else "partly"
+                    if per_gpu <= p["high"] * 1.25
+                    else "not supported"
+                )
+            figures.append(
+                Figure(
+                    f"{p['instance']} {option} per GPU-hour",
+                    per_gpu,
+                    p["high"],
+                    "USD per GPU-hour",
+                    g,
+                    lower_is_better=True,
+                )
+            )
+    on_demand = next((f for f in figures if f.grade is not None), None)
+    if on_demand is None:
+        return result(spec, "cannot check", "-", f"no on-demand price for {p['instance']}", figures)
+    computed = f"${on_demand.value:,.2f} per GPU-hour on demand ({p['instance']} / {inst.chips})"
+    return result(spec, combine([on_demand.grade]), computed, f"claimed ${p['low']:g}-{p['high']:g}", figures)
+
+
+CHECKS: dict[str, Callable[[ClaimSpec, Context], ClaimResult]] = {
+    f.__name__: f
+    for f in (
+        half_price_competitive,
+        price_performance_breakeven,
+        cost_reduction,
+        best_case_cost_ratio,
+        throughput_and_cost,
+        best_of_family_price_performance,
+        generation_throughput_latency,
+        generation_training,
+        trn3_figures,
+        trn3_vs_blackwell,
+        unpriced_vs_best_gpu,
+        per_gpu_price,
+    )
+}

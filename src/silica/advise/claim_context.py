@@ -1,0 +1,123 @@
+"""What every claim check shares: the catalog, the standard workloads, a cache of planner results, and
+the helpers that turn estimates into comparable figures (cost per million tokens, throughput per instance).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from silica.advise.claims import ClaimResult, ClaimsFile, ClaimSpec, ClaimVerdict, Figure, HoldsAt
+from silica.catalog import load_catalog, price_for
+from silica.catalog.schema import PurchaseOption
+from silica.errors import SilicaError
+from silica.plan import compare
+from silica.results import Estimate
+from silica.workload import InferenceWorkload, TrainingWorkload
+
+__all__ = ["Context", "cannot_run", "divide", "result"]
+
+
+class Context:
+    """The catalog, the standard workloads and a cache of planner results shared by all checks."""
+
+    def __init__(self, data: ClaimsFile) -> None:
+        self.data = data
+        self.catalog = load_catalog()
+        self.tolerance = data.tolerance
+        self._cache: dict[tuple[str, str], Estimate | None] = {}
+
+    def workload(self, wid: str) -> tuple[str, InferenceWorkload | TrainingWorkload]:
+        w = self.data.workloads[wid]
+        if w["task"] == "inference":
+            return w["model"], InferenceWorkload(
+                input_len=w["input_len"],
+                output_len=w["output_len"],
+                ttft_slo_ms=w.get("ttft_ms"),
+                tpot_slo_ms=w.get("tpot_ms"),
+            )
+        return w["model"], TrainingWorkload(
+            seq_len=w["seq_len"], tokens=float(w["tokens"]), deadline_days=w["deadline_days"]
+        )
+
+    def best(self, wid: str, instance: str) -> Estimate | None:
+        """The planner's best layout of `instance` for workload `wid` (None when it cannot run it)."""
+        key = (wid, instance)
+        if key not in self._cache:
+            model, wl = self.workload(wid)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # planner nanmin on all-NaN rows
+                try:
+                    found = compare(
+                        model, wl, instances=[instance], catalog=self.catalog, option=self.data.prices
+                    )
+                    self._cache[key] = found.results[0] if found.results[0].feasible else None
+                except SilicaError:
+                    self._cache[key] = None
+        return self._cache[key]
+
+    def tokens(self, wid: str) -> float:
+        return float(self.data.workloads[wid].get("tokens", 0.0))
+
+    def hours_per_mtok(self, e: Estimate, wid: str) -> float | None:
+        """Instance-hours per million tokens (output tokens served, or training tokens)."""
+        if e.task == "inference":
+            return e.count / (e.output_tokens_per_s * 3600.0) * 1e6 if e.output_tokens_per_s else None
+        return e.count * e.train_days * 24.0 / (self.tokens(wid) / 1e6) if e.train_days else None
+
+    def unit_cost(self, e: Estimate, wid: str) -> float | None:
+        """USD per million tokens at the instance's price; None when it has none."""
+        hours = self.hours_per_mtok(e, wid)
+        return e.price.usd_per_hour * hours if e.price is not None and hours is not None else None
+
+    def per_instance(self, e: Estimate) -> float | None:
+        """Tokens per second one instance contributes (output tokens, or training tokens)."""
+        if e.task == "inference":
+            return e.output_tokens_per_s / e.count if e.output_tokens_per_s else None
+        return (e.tokens_per_s_per_chip or 0.0) * e.chips / e.count or None
+
+    def price(self, instance: str, option: PurchaseOption | None = None) -> float | None:
+        found = price_for(self.catalog, instance, option=option or self.data.prices)
+        return found.usd_per_hour if found else None
+
+    def unit(self, wid: str) -> str:
+        return (
+            "USD per 1M output tokens"
+            if self.data.workloads[wid]["task"] == "inference"
+            else "USD per 1M training tokens"
+        )
+
+
+def result(
+    spec: ClaimSpec,
+    verdict: ClaimVerdict,
+    computed: str,
+    reason: str,
+    figures: list[Figure],
+    holds: list[HoldsAt] | None = None,
+    notes: list[str] | None = None,
+) -> ClaimResult:
+    assumptions = [
+        "on-demand list prices from the bundled catalog (us-east-1 where listed, as of 2026-01-21)",
+        "performance from Silica's calibrated roofline model at each instance's best layout",
+        *(notes or []),
+    ]
+    return ClaimResult(
+        spec.id,
+        spec.claim,
+        spec.made_by,
+        spec.where,
+        verdict,
+        computed,
+        reason,
+        tuple(figures),
+        tuple(holds or []),
+        tuple(assumptions),
+    )
+
+
+def divide(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def cannot_run(spec: ClaimSpec, what: str) -> ClaimResult:
+    return result(spec, "cannot check", "-", f"Silica's model finds no feasible layout for {what}.", [])
