@@ -1,0 +1,123 @@
+"""Markdown reports for pull requests and wikis: the same content as the HTML, as tables and lists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from silica.advise.claims import ClaimsReport
+from silica.advise.results import Advice, WorkloadAdvice
+from silica.report._format import money, months, pct, price, weeks
+
+__all__ = ["advice_markdown", "claims_markdown"]
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+    return [*out, ""]
+
+
+def advice_markdown(advice: Advice) -> str:
+    """The `silica advise --md` report."""
+    lines = ["# Silica advice", "", f"Inventory: `{advice.inventory}`", "", "## Summary", ""]
+    lines += _table(
+        [
+            "workload",
+            "verdict",
+            "today / month",
+            "proposed / month",
+            "saving / month",
+            "migration",
+            "payback",
+        ],
+        (
+            [
+                a.name,
+                f"**{a.verdict}**",
+                money(a.current.monthly_usd),
+                money(a.proposed_monthly_usd),
+                money(a.monthly_savings_usd),
+                weeks(a.migration_weeks),
+                months(a.payback_months) if a.proposed else "-",
+            ]
+            for a in advice.workloads
+        ),
+    )
+    for a in advice.workloads:
+        lines += _workload(a)
+    lines += ["## Decision rules", ""]
+    lines += _table(
+        ["threshold", "value", "source", "overridden by"],
+        (
+            [n, f"{t['value']:g} {t['unit']}", t["source"], t["overridden_by"] or "-"]
+            for n, t in advice.rules["thresholds"].items()
+        ),
+    )
+    lines += _table(
+        ["rule", "effect", "says", "source"],
+        ([r["id"], r["effect"], r["says"], r["source"]] for r in advice.rules["rules"]),
+    )
+    lines += ["## Assumptions", "", *(f"- {a}" for a in advice.assumptions), ""]
+    return "\n".join(lines)
+
+
+def _workload(a: WorkloadAdvice) -> list[str]:
+    lines = [f"## {a.name}: {a.verdict}", "", f"{a.model}, {a.task}. Today: {a.current.basis}.", ""]
+    lines += [f"- {r}" for r in a.reasons] + [""]
+    rows = []
+    for group, best in a.best.items():
+        o = best.option
+        if o is None:
+            rows.append([group, "-", "-", "-", "-", "; ".join(best.reasons)])
+            continue
+        status = o.status + (
+            f", break-even {price(o.breakeven_usd_per_hour)}" if o.status == "unpriced" else ""
+        )
+        rows.append(
+            [
+                group,
+                f"{o.instances} x {o.instance}",
+                money(o.monthly_usd),
+                pct(o.savings_fraction),
+                months(o.payback_months) if o.monthly_usd is not None else "-",
+                "; ".join([status, *best.reasons, *o.reasons]),
+            ]
+        )
+    lines += _table(["family", "best deployment", "per month", "saving", "payback", "status and notes"], rows)
+    s = a.sensitivity
+    lines += [f"Sensitivity (rows: proposed prices scaled; columns: {s.utilisation_name}):", ""]
+    lines += _table(
+        ["price", *(f"{u:g}" for u in s.utilisations)],
+        ([f"x{f:g}", *row] for f, row in zip(s.price_factors, s.verdicts, strict=True)),
+    )
+    return lines
+
+
+def claims_markdown(report: ClaimsReport) -> str:
+    """The `silica claims --md` report."""
+    lines = [
+        "# Vendor claims, re-derived by Silica",
+        "",
+        f"Prices: {report.prices} (catalog); tolerance {report.tolerance:.0%}.",
+        "",
+    ]
+    lines += _table(
+        ["claim", "verdict", "Silica computes", "holds at"],
+        (
+            [
+                c.claim,
+                f"**{c.verdict}**",
+                c.computed,
+                "; ".join(f"{h.instance} <= {price(h.usd_per_hour)} ({h.meaning})" for h in c.holds_at)
+                or "-",
+            ]
+            for c in report.claims
+        ),
+    )
+    lines += ["## Sources", ""]
+    lines += [f"- **{c.id}** ({c.made_by}): {c.where}" for c in report.claims] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""`silica advise`, `silica claims` and `silica history` through the real CLI (typer's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.advise.conftest import EXAMPLE
+from typer.testing import CliRunner
+
+from silica import store
+from silica.cli.app import app
+
+runner = CliRunner()
+
+
+def test_advise_example_writes_json_html_markdown_and_stores(tmp_path: Path) -> None:
+    html, md = tmp_path / "advice.html", tmp_path / "advice.md"
+    result = runner.invoke(app, ["advise", str(EXAMPLE), "--json", "--html", str(html), "--md", str(md)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    workloads = {w["name"]: w for w in data["workloads"]}
+    assert len(workloads) >= 6
+    for w in workloads.values():
+        for key in (
+            "name",
+            "verdict",
+            "best",
+            "current_monthly_usd",
+            "monthly_savings_usd",
+            "migration_weeks",
+            "payback_months",
+            "reasons",
+        ):
+            assert key in w
+        assert set(w["best"]) == {"trainium", "inferentia", "nvidia"}
+    assert workloads["support-bot"]["verdict"] == "stay"
+    assert workloads["doc-summaries"]["verdict"] != "stay"
+    assert workloads["doc-summaries-multicloud"]["verdict"] in ("stay", "nvidia")
+    assert "<svg" in html.read_text() and "| workload | verdict |" in md.read_text()
+    kinds = {r.kind for r in store.history(limit=500)}
+    assert {"inventory", "scan", "estimate", "recommendation"} <= kinds
+    assert len(store.history("recommendation")) == len(workloads)
+
+
+def test_advise_table_output_and_no_store(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["advise", str(EXAMPLE), "--no-store"])
+    assert result.exit_code == 0, result.output
+    assert "support-bot" in result.stdout and "stay" in result.stdout
+    assert store.history() == []
+
+
+def test_bad_inventory_exits_2_with_one_line_and_stores_nothing(
+    write_inventory: Callable[[str], Path],
+) -> None:
+    path = write_inventory(
+        """
+        workloads:
+          - name: ok
+            model: llama-3.1-8b
+            task: inference
+            load: {tokens_per_month: 1.0e10, input_len: 512, output_len: 128}
+            current: {instance: p5.48xlarge, count: 1}
+          - name: broken
+            model: llama-9000
+            task: inference
+            load: {tokens_per_month: 1.0e10, input_len: 512, output_len: 128}
+            current: {instance: p5.48xlarge, count: 1}
+        """
+    )
+    html = path.parent / "out.html"
+    result = runner.invoke(app, ["advise", str(path), "--html", str(html)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "line 8, field workloads.1.model: Unknown model 'llama-9000'" in lines[0]
+    assert "Traceback" not in result.output
+    assert not html.exists()
+    assert store.history() == []
+
+
+def test_contradictory_load_and_negative_money_exit_2(write_inventory: Callable[[str], Path]) -> None:
+    base = """
+        workloads:
+          - name: w
+            model: llama-3.1-8b
+            task: inference
+            load: {LOAD}
+            current: {CURRENT}
+        """
+    cases = {
+        "contradicts": (
+            "{tokens_per_month: 1.0e10, requests_per_s: 500, input_len: 512, output_len: 128}",
+            "{instance: p5.48xlarge}",
+        ),
+        "greater than 0": (
+            "{tokens_per_month: 1.0e10, input_len: 512, output_len: 128}",
+            "{monthly_usd: -100}",
+        ),
+        "Unknown instance": (
+            "{tokens_per_month: 1.0e10, input_len: 512, output_len: 128}",
+            "{instance: p9.huge}",
+        ),
+    }
+    for phrase, (load, current) in cases.items():
+        path = write_inventory(base.replace("{LOAD}", load).replace("{CURRENT}", current))
+        result = runner.invoke(app, ["advise", str(path)])
+        assert result.exit_code == 2, (phrase, result.output)
+        assert phrase in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert store.history() == []
+
+
+def test_bad_setting_exits_2() -> None:
+    result = runner.invoke(app, ["advise", str(EXAMPLE), "--set", "max_paybak_months=3"])
+    assert result.exit_code == 2
+    assert "unknown decision threshold 'max_paybak_months'" in result.stderr
+
+
+def test_claims_json_html_and_history(tmp_path: Path) -> None:
+    html = tmp_path / "claims.html"
+    result = runner.invoke(app, ["claims", "--json", "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["claims"]) == 12
+    assert all(
+        c["verdict"] in ("supported", "partly", "not supported", "cannot check") for c in data["claims"]
+    )
+    assert "<svg" in html.read_text()
+    listed = runner.invoke(app, ["history", "--kind", "claim", "--json"])
+    assert listed.exit_code == 0
+    assert len(json.loads(listed.stdout)["records"]) == 12
+    table = runner.invoke(app, ["history", "--limit", "3"])
+    assert table.exit_code == 0 and "claim" in table.stdout
+
+
+def test_claims_unknown_id_and_history_bad_limit_exit_2() -> None:
+    assert runner.invoke(app, ["claims", "--id", "nope"]).exit_code == 2
+    assert runner.invoke(app, ["history", "--limit", "0"]).exit_code == 2
+
+
+def test_help_does_not_import_the_database_layer() -> None:
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from silica.cli.app import app\n"
+        "r = CliRunner().invoke(app, ['--help'])\n"
+        "assert r.exit_code == 0 and 'advise' in r.stdout and 'claims' in r.stdout and 'history' in r.stdout\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'alembic')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
