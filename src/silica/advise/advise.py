@@ -70,8 +70,8 @@ def advise(
 
 
 def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Estimate | None]:
-    # The training planner warns (numpy nanmin over an all-NaN slice) on instances where no layout gives
-    # a finite time; those come back infeasible with a reason, so the warning carries nothing more.
+    # Numeric warnings from the planner (numpy over all-NaN rows, for an instance with no finite layout)
+    # are not failures: such instances come back infeasible with their reason, which is what we report.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         try:

@@ -45,7 +45,7 @@ class Context:
         if key not in self._cache:
             model, wl = self.workload(wid)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # planner nanmin on all-NaN rows
+                warnings.simplefilter("ignore", RuntimeWarning)  # infeasible rows carry their reason
                 try:
                     found = compare(
                         model, wl, instances=[instance], catalog=self.catalog, option=self.data.prices
