@@ -67,6 +67,9 @@ def _show_simulation(sim: Simulation) -> None:
             f"x{_num(d['training_chip_hours_ratio'])}, SLO attainment {d['slo_attainment_points']:+.2f} points, "
             f"{d['deadlines_missed_delta']:+d} deadlines missed."
         )
+    for pool in f["pools"]:
+        for note in pool["notes"]:
+            out.print(f"{pool['instance']}: {note}")
     unpriced = sorted({p for r in sim.runs for p in r.metrics["unpriced_pools"]})
     if unpriced:
         out.print(f"Cost unknown: no price for {', '.join(unpriced)}; set price_usd_per_hour on the pool.")

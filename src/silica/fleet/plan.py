@@ -288,7 +288,7 @@ def _pairs(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Ca
         for t in train[:PAIR_TOP]:
             if t == s:
                 continue
-            label = f"{s} + {t} {buy.replace('_', '-')}"
+            label = f"{s} serving + {t} training, {buy.replace('_', '-')}"
             if n_s is None:
                 out.append(
                     _failed(pl, label, pl.policy.name, run_s, _pools_out(pl.fleet([(s, buy, tried_s)])))
