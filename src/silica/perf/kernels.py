@@ -126,7 +126,8 @@ def _forward_overheads(c: ModelCosts, m: Machine, tp: Array, pp: Array, hidden_b
     """What a forward pass adds to its roofline: per-layer overhead, two tensor-parallel all-reduces
     per layer (after attention and after the MLP, Shoeybi et al. 2019), and pipeline hand-offs."""
     comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes)
-    stages = (pp - 1.0) * (m.coll_s + hidden_bytes / m.link_bw)
+    stage_bw = np.where(tp * pp > m.units_per_instance, m.net_bw, m.link_bw)  # EFA once stages span instances
+    stages = np.where(pp > 1, (pp - 1.0) * (m.coll_s + hidden_bytes / stage_bw), 0.0)
     return c.n_layers * m.layer_s + comm + stages
 
 

@@ -30,6 +30,10 @@ PIPELINE_COUNTS: tuple[int, ...] = (1, 2, 4, 8)  # instances chained as pipeline
 # The published metrics nearest to a planned serving throughput (the planner picks the batch, as an
 # engine does for `max_output_tok_s`), nearest first.
 SERVING_METRICS = ("max_output_tok_s", "output_tok_s")
+# Pipeline stages on separate instances exchange activations every step: only instances with an
+# EFA-class network (100 Gbps or more) are chained; smaller ones serve from one instance.
+MIN_PIPELINE_NETWORK_GBPS = 100.0
+INSTANCE_DOUBLING_HANDICAP = 0.05
 
 
 def evaluate_inference(
@@ -80,20 +84,25 @@ def search_inference(
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
     replicas = np.floor(units * grid.count / (grid.tp * stages))
     tok_s = replicas * perf.replica_output_tok_s
-    ok = perf.fits & np.isfinite(perf.ttft_s) & (replicas >= 1)
+    network = np.asarray([t.instance.network_gbps or 0.0 for t in targets])[grid.inst]
+    chainable = (grid.count == 1) | (network >= MIN_PIPELINE_NETWORK_GBPS)
+    ok = perf.fits & np.isfinite(perf.ttft_s) & (replicas >= 1) & chainable
     slo_ok = ok.copy()
     if wl.ttft_slo_ms is not None:
         slo_ok &= perf.ttft_s * 1e3 <= wl.ttft_slo_ms
     if wl.tpot_slo_ms is not None:
         slo_ok &= perf.tpot_s * 1e3 <= wl.tpot_slo_ms
-    # Tokens per instance-hour; a 2% handicap per doubling of instances keeps layouts small on near-ties.
-    per_instance = tok_s / grid.count * (1.0 - 0.02 * np.log2(grid.count))
+    # Tokens per instance-hour, with a 5% handicap per doubling of instances: a smaller deployment is
+    # simpler to run, so a bigger one must be clearly cheaper per token to be chosen.
+    per_instance = tok_s / grid.count * (1.0 - INSTANCE_DOUBLING_HANDICAP * np.log2(grid.count))
     score = np.where(slo_ok, per_instance if wl.output_len > 0 else -perf.ttft_s, -np.inf)
     results = []
     for i, target in enumerate(targets):
         rows = np.flatnonzero(grid.inst == i)
         if rows.size == 0 or not np.isfinite(score[rows]).any():
-            results.append(_infeasible(model, wl, target, rows, perf, ok, stages, grid, count))
+            results.append(
+                _infeasible(model, wl, target, rows[chainable[rows]], perf, ok, stages, grid, count)
+            )
             continue
         best = int(rows[np.argmax(score[rows])])
         results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s))
@@ -198,7 +207,9 @@ def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _band(target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False) -> Band | None:
+def _band(
+    target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False
+) -> Band | None:
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric)
