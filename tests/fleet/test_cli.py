@@ -277,3 +277,12 @@ def test_the_fleet_command_module_imports_no_heavy_libraries() -> None:
     code = "import sys, silica.cli.app; print(sorted(m for m in ('numpy', 'scipy', 'ray', 'rich') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_jobs_on_a_fleet_that_cannot_train_are_reported(small_fleet: Callable[..., Path]) -> None:
+    path = small_fleet()
+    path.write_text(path.read_text().replace("instance: trn1.32xlarge", "instance: inf2.48xlarge"))
+    data = json.loads(invoke("simulate", str(path), "--json").stdout)
+    assert any("no pool can train" in a for a in data["assumptions"])
+    for run in data["runs"]:
+        assert run["metrics"]["jobs_completed"] == 0 and run["metrics"]["training_chip_hours"] == 0

@@ -284,6 +284,9 @@ def build_fleet(
         )
     except SilicaError as err:
         raise ff.wrap(("training",), err) from None
+    notes = [f"inference request for capacity: {workload.input_len} in / {workload.output_len} out tokens"]
+    if jobs and not any(p.train_speed for p in resolved):
+        notes.append(f"no pool can train, so none of the {len(jobs)} training jobs can run")
     return Fleet(
         name=name or spec.name,
         pools=tuple(resolved),
@@ -292,7 +295,5 @@ def build_fleet(
         model=model,
         restart_minutes=10.0 if training is None else training.restart_minutes,
         checkpoint_minutes=30.0 if training is None else training.checkpoint_minutes,
-        assumptions=(
-            f"inference request for capacity: {workload.input_len} in / {workload.output_len} out tokens",
-        ),
+        assumptions=tuple(notes),
     )

@@ -142,7 +142,13 @@ def _ray(tasks: list[dict[str, Any]], workers: int, on_done: OnDone | None) -> l
         kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = max(1, workers)
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray"
+            raise InputError(
+                f"Cannot start or reach {where}: {err}.", "check RAY_ADDRESS, or unset it."
+            ) from None
     try:
         remote = ray.remote(num_cpus=1)(run_scenario)
         refs = {remote.remote(t): i for i, t in enumerate(tasks)}
