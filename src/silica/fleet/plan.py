@@ -14,7 +14,7 @@ Enumerate, size, simulate, rank, explain (the planner's pattern in silica.plan, 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from silica.fleet.capacity import Pool, Purchase, price_of
 from silica.fleet.policies import Policy
 from silica.fleet.scenario import build_fleet, check_instances, make_policies
 from silica.fleet.simulate import Fleet, FleetRun, run_policy
+from silica.fleet.sizing import Candidate, Sizer, failed, pct, pools_out, summary
 from silica.fleet.spec import FleetFile, PoolSpec, as_policy
 
 __all__ = ["DEFAULT_CANDIDATES", "Candidate", "FleetPlan", "plan_fleet"]
@@ -41,30 +42,6 @@ DEFAULT_CANDIDATES = (
 )
 PAIR_TOP = 3  # mixes pair the 3 cheapest inference types with the 3 cheapest training types
 BASE_FRACTIONS = (0.5, 0.75)  # reserved base as a share of the all-reserved size, for base + burst
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    label: str
-    policy: str
-    pools: tuple[dict[str, Any], ...]
-    meets: bool
-    metrics: dict[str, Any]
-    why_lost: str | None = None
-
-    @property
-    def cost(self) -> float | None:
-        return self.metrics.get("total_usd")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "policy": self.policy,
-            "pools": list(self.pools),
-            "meets": self.meets,
-            "metrics": self.metrics,
-            "why_lost": self.why_lost,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,125 +64,7 @@ class FleetPlan:
         }
 
 
-def _summary(run: FleetRun) -> dict[str, Any]:
-    keys = (
-        "slo_attainment",
-        "jobs_completed",
-        "jobs_deadline_missed",
-        "utilisation_busy",
-        "lent_chip_hours",
-        "total_usd",
-        "usd_per_1m_output_tokens",
-        "unpriced_pools",
-    )
-    return {k: run.metrics[k] for k in keys}
-
-
-class _Planner:
-    """Holds what every candidate shares: demand, jobs, per-type templates, the goal."""
-
-    def __init__(
-        self,
-        base: Fleet,
-        templates: dict[tuple[str, Purchase], Pool],
-        policy: Policy,
-        target: float,
-        limit: int | None,
-    ) -> None:
-        self.base = base
-        self.templates = templates
-        self.policy = policy
-        self.target = target
-        self.limit = limit
-        self.need = float(base.demand.output_tokens_per_s.max(initial=0.0)) * (1 + policy.headroom)
-        self.horizon_h = base.steps * base.demand.step_s / 3600.0
-
-    def fleet(self, pools: Sequence[tuple[str, Purchase, int]], jobs: bool = True) -> Fleet:
-        made = tuple(replace(self.templates[(i, p)], count=n) for i, p, n in pools if n > 0)
-        return replace(self.base, pools=made, jobs=self.base.jobs if jobs else ())
-
-    def ok(self, run: FleetRun) -> bool:
-        return (run.metrics["slo_attainment"] or 0.0) >= self.target - 1e-12 and run.metrics[
-            "jobs_deadline_missed"
-        ] == 0
-
-    def train_start(self, instance: str, purchase: Purchase) -> int:
-        """Instances for the average training load or the biggest job, whichever is more."""
-        t = self.templates[(instance, purchase)]
-        if not self.base.jobs:
-            return 1
-        work = sum(j.chip_hours for j in self.base.jobs) / max(self.horizon_h, 1e-9)
-        biggest = max(j.chips for j in self.base.jobs)
-        return max(1, math.ceil(max(work, biggest) / (t.chips_per_instance * (t.train_speed or 1.0))))
-
-    def start(self, instance: str, purchase: Purchase, training: bool) -> int:
-        """A first size to try: the peak inference need, at least what training needs."""
-        t = self.templates[(instance, purchase)]
-        n = 1
-        if t.replica_tokens_per_s:
-            n = math.ceil(self.need / t.replica_tokens_per_s) * t.instances_per_replica
-        return max(n, self.train_start(instance, purchase)) if training else max(1, n)
-
-    def size(
-        self, make: Callable[[int], Fleet], start: int, policy: Policy, ok: Callable[[FleetRun], bool]
-    ) -> tuple[int | None, FleetRun, int]:
-        """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%."""
-        limit = self.limit or max(64 * start, 1024)
-        n = min(start, limit)
-        run = run_policy(make(n), policy, series_points=1)
-        lo, hi, best = 0, None, run
-        while not ok(run):
-            lo = n
-            if n >= limit:
-                return None, run, n
-            n = min(limit, n * 2)
-            run = run_policy(make(n), policy, series_points=1)
-        hi, best = n, run
-        while hi - lo > max(1, hi // 200):
-            mid = (lo + hi) // 2
-            trial = run_policy(make(mid), policy, series_points=1)
-            if ok(trial):
-                hi, best = mid, trial
-            else:
-                lo = mid
-        return hi, best, hi
-
-
-def _pools_out(fleet: Fleet) -> tuple[dict[str, Any], ...]:
-    return tuple(
-        {
-            "instance": p.instance,
-            "purchase": p.purchase,
-            "count": p.count,
-            "chips": p.chips,
-            "usd_per_instance_hour": p.usd_per_instance_hour,
-            "price_basis": p.price_basis,
-        }
-        for p in fleet.pools
-    )
-
-
-def _pct(x: float) -> str:
-    """Enough digits to tell 99.99% from 99.999%."""
-    return f"{100 * x:.6g}%" if x > 0.999 else f"{100 * x:.2f}%"
-
-
-def _failed(
-    pl: _Planner, label: str, policy: str, run: FleetRun, pools: tuple[dict[str, Any], ...]
-) -> Candidate:
-    m = run.metrics
-    size = sum(p["count"] for p in pools)
-    if (m["slo_attainment"] or 0.0) < pl.target:
-        why = (
-            f"SLO attainment {_pct(m['slo_attainment'] or 0.0)} < target {_pct(pl.target)} "
-            f"even at {size:,} instances"
-        )
-    else:
-        why = f"misses {m['jobs_deadline_missed']} training deadline(s) even at {size:,} instances"
-    return Candidate(label, policy, pools, False, _summary(run), why)
-
-
-def _candidates(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
+def _candidates(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
     out: list[Candidate] = []
     policy = pl.policy
     has_jobs = bool(pl.base.jobs)
@@ -236,19 +95,19 @@ def _candidates(pl: _Planner, names: list[str], purchases: list[Purchase]) -> li
                 return pl.fleet([(name, buy, n)])
 
             n, run, tried = pl.size(make, pl.start(name, buy, True), policy, pl.ok)
-            pools = _pools_out(make(tried))
+            pools = pools_out(make(tried))
             if n is None:
-                out.append(_failed(pl, label, policy.name, run, pools))
+                out.append(failed(pl, label, policy.name, run, pools))
                 continue
             if buy == "reserved":
                 reserved_size[name] = n
-            out.append(Candidate(label, policy.name, pools, True, _summary(run)))
+            out.append(Candidate(label, policy.name, pools, True, summary(run)))
     out += _pairs(pl, names, purchases)
     out += _bursts(pl, reserved_size, purchases)
     return out
 
 
-def _per_unit(pl: _Planner, name: str, buy: Purchase, training: bool) -> float:
+def _per_unit(pl: Sizer, name: str, buy: Purchase, training: bool) -> float:
     t = pl.templates[(name, buy)]
     if t.usd_per_instance_hour is None:
         return math.inf
@@ -262,7 +121,7 @@ def _per_unit(pl: _Planner, name: str, buy: Purchase, training: bool) -> float:
     return t.usd_per_instance_hour * t.instances_per_replica / cap if cap else math.inf
 
 
-def _pairs(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
+def _pairs(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
     """An inference type sized for the SLO alone, plus a training type sized for the deadlines."""
     if not pl.base.jobs:
         return []
@@ -290,25 +149,23 @@ def _pairs(pl: _Planner, names: list[str], purchases: list[Purchase]) -> list[Ca
                 continue
             label = f"{s} serving + {t} training, {buy.replace('_', '-')}"
             if n_s is None:
-                out.append(
-                    _failed(pl, label, pl.policy.name, run_s, _pools_out(pl.fleet([(s, buy, tried_s)])))
-                )
+                out.append(failed(pl, label, pl.policy.name, run_s, pools_out(pl.fleet([(s, buy, tried_s)]))))
                 continue
 
             def make(n: int, s: str = s, t: str = t, n_s: int = n_s) -> Fleet:
                 return pl.fleet([(s, buy, n_s), (t, buy, n)])
 
             n_t, run, tried = pl.size(make, pl.train_start(t, buy), pl.policy, pl.ok)
-            pools = _pools_out(make(tried))
+            pools = pools_out(make(tried))
             out.append(
-                Candidate(label, pl.policy.name, pools, True, _summary(run))
+                Candidate(label, pl.policy.name, pools, True, summary(run))
                 if n_t is not None
-                else _failed(pl, label, pl.policy.name, run, pools)
+                else failed(pl, label, pl.policy.name, run, pools)
             )
     return out
 
 
-def _bursts(pl: _Planner, reserved_size: dict[str, int], purchases: list[Purchase]) -> list[Candidate]:
+def _bursts(pl: Sizer, reserved_size: dict[str, int], purchases: list[Purchase]) -> list[Candidate]:
     """A reserved base (a share of the all-reserved size) with on-demand burst of the same type."""
     if not {"reserved", "on_demand"} <= set(purchases):
         return []
@@ -331,12 +188,12 @@ def _bursts(pl: _Planner, reserved_size: dict[str, int], purchases: list[Purchas
             cand = Candidate(
                 f"{name} reserved base {base:,} + on-demand burst",
                 policy.name,
-                _pools_out(fleet),
+                pools_out(fleet),
                 pl.ok(run),
-                _summary(run),
+                summary(run),
             )
             if not cand.meets:
-                cand = _failed(pl, cand.label, policy.name, run, cand.pools)
+                cand = failed(pl, cand.label, policy.name, run, cand.pools)
             if best is None or (cand.meets, -(cand.cost or math.inf)) > (
                 best.meets,
                 -(best.cost or math.inf),
@@ -347,7 +204,7 @@ def _bursts(pl: _Planner, reserved_size: dict[str, int], purchases: list[Purchas
     return out
 
 
-def _rank(pl: _Planner, found: list[Candidate]) -> tuple[Candidate, list[Candidate]]:
+def _rank(pl: Sizer, found: list[Candidate]) -> tuple[Candidate, list[Candidate]]:
     priced = sorted((c for c in found if c.meets and c.cost is not None), key=lambda c: c.cost or 0.0)
     if not priced:
         close = max(
@@ -359,7 +216,7 @@ def _rank(pl: _Planner, found: list[Candidate]) -> tuple[Candidate, list[Candida
         unpriced = [c.label for c in found if c.meets]
         extra = f" {', '.join(unpriced)} would meet it but have no price." if unpriced else ""
         raise InfeasibleError(
-            f"No fleet mix meets {_pct(pl.target)} SLO attainment and every training deadline "
+            f"No fleet mix meets {pct(pl.target)} SLO attainment and every training deadline "
             f"over {pl.horizon_h:g} h.{hint}{extra}",
             "lower --target, relax deadlines, add instance types (--instances), or give prices (--price).",
         )
@@ -416,7 +273,7 @@ def plan_fleet(
             templates[(pool.instance, buy)] = replace(
                 pool, purchase=buy, usd_per_instance_hour=usd, price_basis=basis
             )
-    planner = _Planner(base, templates, pol, goal, max_instances or (spec.max_instances if spec else None))
+    planner = Sizer(base, templates, pol, goal, max_instances or (spec.max_instances if spec else None))
     best, rest = _rank(planner, _candidates(planner, names, buys))
     return FleetPlan(
         target=goal,

@@ -1,0 +1,159 @@
+"""Sizing a fleet mix by simulation, and how a candidate mix is recorded (for `plan.py`).
+
+`Sizer` holds what every candidate shares (demand, jobs, per-type pool templates, the goal) and finds
+the fewest instances meeting it: double from a first guess, then bisect to 0.5%. That search is sound
+because the SLO attainment and the deadlines met only improve with more instances of a type.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from silica.fleet.capacity import Pool, Purchase
+from silica.fleet.policies import Policy
+from silica.fleet.simulate import Fleet, FleetRun, run_policy
+
+__all__ = ["Candidate", "Sizer", "failed", "pct", "pools_out", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    label: str
+    policy: str
+    pools: tuple[dict[str, Any], ...]
+    meets: bool
+    metrics: dict[str, Any]
+    why_lost: str | None = None
+
+    @property
+    def cost(self) -> float | None:
+        return self.metrics.get("total_usd")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "policy": self.policy,
+            "pools": list(self.pools),
+            "meets": self.meets,
+            "metrics": self.metrics,
+            "why_lost": self.why_lost,
+        }
+
+
+def summary(run: FleetRun) -> dict[str, Any]:
+    keys = (
+        "slo_attainment",
+        "jobs_completed",
+        "jobs_deadline_missed",
+        "utilisation_busy",
+        "lent_chip_hours",
+        "total_usd",
+        "usd_per_1m_output_tokens",
+        "unpriced_pools",
+    )
+    return {k: run.metrics[k] for k in keys}
+
+
+class Sizer:
+    """Holds what every candidate shares: demand, jobs, per-type templates, the goal."""
+
+    def __init__(
+        self,
+        base: Fleet,
+        templates: dict[tuple[str, Purchase], Pool],
+        policy: Policy,
+        target: float,
+        limit: int | None,
+    ) -> None:
+        self.base = base
+        self.templates = templates
+        self.policy = policy
+        self.target = target
+        self.limit = limit
+        self.need = float(base.demand.output_tokens_per_s.max(initial=0.0)) * (1 + policy.headroom)
+        self.horizon_h = base.steps * base.demand.step_s / 3600.0
+
+    def fleet(self, pools: Sequence[tuple[str, Purchase, int]], jobs: bool = True) -> Fleet:
+        made = tuple(replace(self.templates[(i, p)], count=n) for i, p, n in pools if n > 0)
+        return replace(self.base, pools=made, jobs=self.base.jobs if jobs else ())
+
+    def ok(self, run: FleetRun) -> bool:
+        return (run.metrics["slo_attainment"] or 0.0) >= self.target - 1e-12 and run.metrics[
+            "jobs_deadline_missed"
+        ] == 0
+
+    def train_start(self, instance: str, purchase: Purchase) -> int:
+        """Instances for the average training load or the biggest job, whichever is more."""
+        t = self.templates[(instance, purchase)]
+        if not self.base.jobs:
+            return 1
+        work = sum(j.chip_hours for j in self.base.jobs) / max(self.horizon_h, 1e-9)
+        biggest = max(j.chips for j in self.base.jobs)
+        return max(1, math.ceil(max(work, biggest) / (t.chips_per_instance * (t.train_speed or 1.0))))
+
+    def start(self, instance: str, purchase: Purchase, training: bool) -> int:
+        """A first size to try: the peak inference need, at least what training needs."""
+        t = self.templates[(instance, purchase)]
+        n = 1
+        if t.replica_tokens_per_s:
+            n = math.ceil(self.need / t.replica_tokens_per_s) * t.instances_per_replica
+        return max(n, self.train_start(instance, purchase)) if training else max(1, n)
+
+    def size(
+        self, make: Callable[[int], Fleet], start: int, policy: Policy, ok: Callable[[FleetRun], bool]
+    ) -> tuple[int | None, FleetRun, int]:
+        """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%."""
+        limit = self.limit or max(64 * start, 1024)
+        n = min(start, limit)
+        run = run_policy(make(n), policy, series_points=1)
+        lo, hi, best = 0, None, run
+        while not ok(run):
+            lo = n
+            if n >= limit:
+                return None, run, n
+            n = min(limit, n * 2)
+            run = run_policy(make(n), policy, series_points=1)
+        hi, best = n, run
+        while hi - lo > max(1, hi // 200):
+            mid = (lo + hi) // 2
+            trial = run_policy(make(mid), policy, series_points=1)
+            if ok(trial):
+                hi, best = mid, trial
+            else:
+                lo = mid
+        return hi, best, hi
+
+
+def pools_out(fleet: Fleet) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "instance": p.instance,
+            "purchase": p.purchase,
+            "count": p.count,
+            "chips": p.chips,
+            "usd_per_instance_hour": p.usd_per_instance_hour,
+            "price_basis": p.price_basis,
+        }
+        for p in fleet.pools
+    )
+
+
+def pct(x: float) -> str:
+    """Enough digits to tell 99.99% from 99.999%."""
+    return f"{100 * x:.6g}%" if x > 0.999 else f"{100 * x:.2f}%"
+
+
+def failed(pl: Sizer, label: str, policy: str, run: FleetRun, pools: tuple[dict[str, Any], ...]) -> Candidate:
+    m = run.metrics
+    size = sum(p["count"] for p in pools)
+    if (m["slo_attainment"] or 0.0) < pl.target:
+        why = (
+            f"SLO attainment {pct(m['slo_attainment'] or 0.0)} < target {pct(pl.target)} "
+            f"even at {size:,} instances"
+        )
+    else:
+        why = f"misses {m['jobs_deadline_missed']} training deadline(s) even at {size:,} instances"
+    return Candidate(label, policy, pools, False, summary(run), why)
