@@ -29,7 +29,7 @@ from silica.validate.predict import prepare
 
 ROOFLINE = FamilyParams(
     compute_eff_max=1.0,
-    compute_half_gflop=1e-9,
+    compute_half_tokens=1e-9,
     memory_eff=1.0,
     layer_overhead_us=0.0,
     collective_latency_us=0.0,

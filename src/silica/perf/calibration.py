@@ -32,9 +32,9 @@ class FamilyParams:
     """How close a chip family gets to its datasheet, in six physically meaningful numbers.
 
     compute_eff_max      fraction of dense peak a large matmul reaches
-    compute_half_gflop   matmul work per unit per layer (GFLOP) at which efficiency is half of
-                         that maximum: small matmuls (few tokens, or weights split thin by
-                         tensor parallelism) cannot fill the systolic array / tensor cores
+    compute_half_tokens  tokens per matmul (its M dimension) at which efficiency is half of that
+                         maximum: a matmul over few tokens cannot fill the systolic array or
+                         tensor-core tiles, so its time stops shrinking with the work
     memory_eff           fraction of peak HBM bandwidth a weight or KV stream reaches
     layer_overhead_us    fixed time per transformer layer per forward step (launch, sync, DMA setup)
     collective_latency_us  fixed time per collective (all-reduce) between chips
@@ -47,7 +47,7 @@ class FamilyParams:
     """
 
     compute_eff_max: float
-    compute_half_gflop: float
+    compute_half_tokens: float
     memory_eff: float
     layer_overhead_us: float
     collective_latency_us: float
@@ -60,7 +60,7 @@ PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
 # Physical bounds the fit may not leave: efficiencies are fractions, times are non-negative.
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_eff_max": (0.05, 0.85),  # the best dense GEMMs reach ~75-85% of datasheet peak
-    "compute_half_gflop": (0.001, 1000.0),
+    "compute_half_tokens": (1.0, 4096.0),
     "memory_eff": (0.2, 0.98),
     "layer_overhead_us": (0.5, 2000.0),
     "collective_latency_us": (1.0, 2000.0),
@@ -71,7 +71,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
 # Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
 DEFAULT_PARAMS = FamilyParams(
     compute_eff_max=0.7,
-    compute_half_gflop=1.0,
+    compute_half_tokens=64.0,
     memory_eff=0.8,
     layer_overhead_us=20.0,
     collective_latency_us=20.0,

@@ -103,13 +103,13 @@ def _padded_heads(c: ModelCosts, tp: Array, pads_heads: BoolArray) -> Array:
 
 
 def _matmul_eff(c: ModelCosts, m: Machine, tokens: Array, tp: Array) -> Array:
-    """Small matmuls cannot fill the tensor engine: efficiency rises with the work per unit.
+    """Small matmuls cannot fill the tensor engine: efficiency rises with the tokens per matmul.
 
-    The work is one layer's matmul FLOPs on one unit: tokens x the layer's weights / tp. Few tokens
-    (decode) or weights split thin over many units both make it small.
+    A matmul over M tokens fills M rows of the systolic array or tensor-core tile; below a tile's
+    height the rest idles, so the time of a few-token matmul no longer shrinks with M.
     """
-    work = 2.0 * tokens * c.matmul_params / c.n_layers / tp
-    return m.eff_max * work / (work + m.half_flops)
+    del c, tp  # the efficiency depends on the matmul's token dimension only
+    return m.eff_max * tokens / (tokens + m.half_tokens)
 
 
 def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
@@ -240,8 +240,15 @@ def train_step(
     pads_heads: BoolArray,
     chip_peak_flops: Array,
     units_per_node: Array,
+    full_recompute: BoolArray | None = None,
 ) -> TrainStep:
-    """One optimizer step of data-, tensor- and pipeline-parallel training (1F1B schedule)."""
+    """One optimizer step of data-, tensor- and pipeline-parallel training (1F1B schedule).
+
+    `full_recompute` marks layouts that keep only each layer's input and recompute the rest in the
+    backward pass: one more forward (4 passes instead of 3) for far less activation memory.
+    """
+    full = np.zeros_like(tp, dtype=bool) if full_recompute is None else full_recompute
+    passes = np.where(full, 4.0, 3.0)
     units = tp * pp * dp
     chips = units / m.units_per_chip
     heads = _padded_heads(c, tp, pads_heads)
@@ -252,14 +259,14 @@ def train_step(
     # attention math runs at matmul efficiency; `attn_eff` describes inference engines only.
     attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads)
     fwd_flops = (2.0 * mb_tokens * c.matmul_params + attention) / pp
-    t_compute = 3.0 * fwd_flops / tp / (m.unit_flops * _matmul_eff(c, m, mb_tokens, tp))
-    t_weights = 3.0 * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
+    t_compute = passes * fwd_flops / tp / (m.unit_flops * _matmul_eff(c, m, mb_tokens, tp))
+    t_weights = passes * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
     layers = c.n_layers / pp
     tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * act_bytes)
     # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
     stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
     handoff = np.where(pp > 1, 2.0 * (m.coll_s + mb_tokens * c.d_model * act_bytes / stage_bw), 0.0)
-    per_micro = np.maximum(t_compute, t_weights) + 3.0 * layers * m.layer_s + tp_comm + handoff
+    per_micro = np.maximum(t_compute, t_weights) + passes * layers * m.layer_s + tp_comm + handoff
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
     grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
     multi_node = units > units_per_node
@@ -286,7 +293,13 @@ def train_step(
     grads = params_unit * GRAD_BYTES_PER_PARAM / np.where(zero_stage >= 2, dp, 1.0)
     weights = params_unit * w_bytes / np.where(zero_stage >= 3, dp, 1.0)
     in_flight = np.minimum(pp, n_micro)
-    activations = ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp * in_flight
+    selective = ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp * in_flight
+    # Full recompute keeps 2 s b h per layer plus one layer's working set (Korthikanti et al. 2022, §4).
+    kept = (
+        2.0 * mb_tokens * c.d_model * layers * in_flight
+        + ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model / tp
+    )
+    activations = np.where(full, kept, selective)
     return TrainStep(
         step_s=step,
         tokens_per_s_per_chip=tok_s_chip,

@@ -37,7 +37,7 @@ class Machine:
     units_per_chip: Array
     units_per_instance: Array
     eff_max: Array
-    half_flops: Array  # matmul FLOPs per unit per layer at half efficiency
+    half_tokens: Array  # tokens per matmul at half efficiency
     mem_eff: Array
     layer_s: Array
     coll_s: Array
@@ -97,7 +97,7 @@ def machine_arrays(
         units_per_chip=units,
         units_per_instance=units * chips_per_instance,
         eff_max=col([p.compute_eff_max for p in params]),
-        half_flops=col([p.compute_half_gflop * 1e9 for p in params]),
+        half_tokens=col([p.compute_half_tokens for p in params]),
         mem_eff=col([p.memory_eff for p in params]),
         layer_s=col([p.layer_overhead_us * 1e-6 for p in params]),
         coll_s=col([p.collective_latency_us * 1e-6 for p in params]),
@@ -115,7 +115,7 @@ def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
     return replace(
         m,
         eff_max=col("compute_eff_max"),
-        half_flops=col("compute_half_gflop") * 1e9,
+        half_tokens=col("compute_half_tokens"),
         mem_eff=col("memory_eff"),
         layer_s=col("layer_overhead_us") * 1e-6,
         coll_s=col("collective_latency_us") * 1e-6,

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from silica.models.spec import ModelSpec
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
-from silica.perf.machine import GIB, machine_arrays
+from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.precision import precision
 from silica.plan.grid import make_grid
 from silica.plan.inference_search import _band, _price
@@ -38,6 +38,7 @@ def evaluate_training(
     tp: Array,
     pp: Array,
     dp: Array,
+    full_recompute: NDArray[np.bool_] | None = None,
 ) -> TrainStep:
     prec = precision("bf16", wl.compute_dtype)
     base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
@@ -61,6 +62,7 @@ def evaluate_training(
         pads_heads=static,
         chip_peak_flops=peak,
         units_per_node=per_node,
+        full_recompute=full_recompute,
     )
 
 
@@ -82,6 +84,9 @@ def search_training(
     whole = (dp >= 1) & (np.abs(dp - np.round(dp)) < 1e-9) & (stages <= model.n_layers)
     whole &= dp * wl.micro_batch <= wl.batch_sequences
     keep = np.flatnonzero(whole)
+    # Every layout twice: selective recompute, and full recompute (slower, far less memory).
+    keep = np.concatenate([keep, keep])
+    full = np.arange(keep.size) >= keep.size // 2
     inst, tpa, ppa, dpa, cnt = (
         grid.inst[keep],
         grid.tp[keep],
@@ -90,9 +95,9 @@ def search_training(
         grid.count[keep],
     )
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
-        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa)
+        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa, full)
     capacity = np.asarray(
-        [(t.chip.hbm_gib or np.nan) * GIB * 0.9 / t.chip.tp_cores_per_chip for t in targets]
+        [((t.chip.hbm_gib or np.nan) - RUNTIME_RESERVE_GIB) * GIB / t.chip.tp_cores_per_chip for t in targets]
     )[inst]
     fits = step.memory_per_unit <= capacity
     chips = cnt * np.asarray([t.instance.chips for t in targets], dtype=np.float64)[inst]
@@ -115,7 +120,9 @@ def search_training(
             continue
         order = np.lexsort((days[good], instance_hours[good]))
         j = int(good[order[0]])
-        results.append(_estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity))
+        results.append(
+            _estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity, bool(full[j]))
+        )
     return results
 
 
@@ -175,10 +182,15 @@ def _infeasible_estimate(
     )
 
 
-def _assumptions(wl: TrainingWorkload, target: Target, deadline: float) -> tuple[str, ...]:
+def _assumptions(
+    wl: TrainingWorkload, target: Target, deadline: float, full_recompute: bool = False
+) -> tuple[str, ...]:
+    recompute = (
+        "full activation recompute (needed to fit)" if full_recompute else "selective activation recompute"
+    )
     notes = [
         f"mixed precision: bf16 weights and gradients, fp32 Adam states, matmuls at {wl.compute_dtype} peak",
-        f"ZeRO stage {wl.zero_stage}; selective activation recompute; 1F1B pipeline schedule",
+        f"ZeRO stage {wl.zero_stage}; {recompute}; 1F1B pipeline schedule",
         f"global batch {wl.batch_sequences} sequences of {wl.seq_len} tokens, micro-batch {wl.micro_batch}",
         f"calibration: {target.calibration_note}",
     ]
@@ -202,6 +214,7 @@ def _estimate(
     chips: Array,
     days: Array,
     capacity: Array,
+    full_recompute: bool,
 ) -> Estimate:
     count = int(cnt[j])
     price = target.price.usd_per_hour if target.price else None
@@ -243,5 +256,5 @@ def _estimate(
             if v is not None
         },
         calibration=target.calibration_note,
-        assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS),
+        assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute),
     )

@@ -25,7 +25,7 @@ __all__ = ["band_table", "fit_calibration", "fit_prepared"]
 
 Array = NDArray[np.float64]
 # Parameters spanning orders of magnitude are fitted in log space.
-_LOG = {"compute_half_gflop", "layer_overhead_us", "collective_latency_us"}
+_LOG = {"compute_half_tokens", "layer_overhead_us", "collective_latency_us"}
 # Rows a metric needs in a family before it gets a band of its own (else the family's overall band).
 MIN_ROWS_FOR_BAND = 8
 N_STARTS = 6
