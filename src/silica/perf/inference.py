@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from silica.perf.kernels import ModelCosts, decode_seconds, inference_memory, prefill_seconds
+from silica.perf.kernels import ModelCosts, inference_memory, mean_decode_seconds, prefill_seconds
 from silica.perf.machine import Machine
 
 __all__ = ["DECODE_SAMPLES", "InferencePerf", "inference_perf", "neuron_bucket"]
@@ -82,14 +82,14 @@ def inference_perf(
     """
     prompt = np.where(static_shapes, neuron_bucket(input_len, seq_len), input_len)
     prefill = prefill_seconds(c, m, tp, pp, batch, prompt, w_bytes, act_bytes, kv_bytes, static_shapes)
-    steps = np.zeros_like(prefill)
+    neuron = bool(static_shapes.any())  # skip bucketing work when no configuration is on Neuron
+    contexts = []
     for k in range(DECODE_SAMPLES):
         context = input_len + (k + 0.5) / DECODE_SAMPLES * np.maximum(output_len, 1.0)
-        context = np.where(static_shapes, neuron_bucket(context, seq_len), context)
-        steps = steps + decode_seconds(
-            c, m, tp, pp, batch, context, w_bytes, act_bytes, kv_bytes, static_shapes
+        contexts.append(
+            np.where(static_shapes, neuron_bucket(context, seq_len), context) if neuron else context
         )
-    tpot = steps / DECODE_SAMPLES
+    tpot = mean_decode_seconds(c, m, tp, pp, batch, contexts, w_bytes, act_bytes, kv_bytes, static_shapes)
     # pp micro-batches of `batch` sequences in flight, each prefilled once, then decoded.
     generated = pp * batch * output_len
     throughput = np.where(output_len > 0, generated / (prefill + output_len * tpot), 0.0)

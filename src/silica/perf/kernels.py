@@ -8,6 +8,7 @@ configuration. Units: seconds, bytes, FLOPs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,15 @@ from numpy.typing import NDArray
 from silica.models.spec import ModelSpec
 from silica.perf.machine import Machine
 
-__all__ = ["ModelCosts", "TrainStep", "decode_seconds", "inference_memory", "prefill_seconds", "train_step"]
+__all__ = [
+    "ModelCosts",
+    "TrainStep",
+    "decode_seconds",
+    "inference_memory",
+    "mean_decode_seconds",
+    "prefill_seconds",
+    "train_step",
+]
 
 Array = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -167,16 +176,37 @@ def decode_seconds(
     pads_heads: BoolArray,
 ) -> Array:
     """Time for one decode step that extends `batch` sequences whose KV cache holds `context` tokens."""
+    return mean_decode_seconds(c, m, tp, pp, batch, [context], w_bytes, act_bytes, kv_bytes, pads_heads)
+
+
+def mean_decode_seconds(
+    c: ModelCosts,
+    m: Machine,
+    tp: Array,
+    pp: Array,
+    batch: Array,
+    contexts: Sequence[Array],
+    w_bytes: Array,
+    act_bytes: Array,
+    kv_bytes: Array,
+    pads_heads: BoolArray,
+) -> Array:
+    """Mean decode step time over several context lengths; what does not depend on context is
+    computed once (this is the planner's innermost loop)."""
     heads = _padded_heads(c, tp, pads_heads)
-    work = 2.0 * batch * c.matmul_params + c.attention_flops(batch, context, heads) / m.attn_eff
-    t_compute = work / tp / (m.unit_flops * _matmul_eff(c, m, batch, tp))
-    sliding = np.minimum(context, c.window) if c.window else context
-    kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
-    streamed = c.weights_read(batch) * w_bytes / tp + batch * kv_tokens * c.kv_bytes_per_token_per_unit(
-        tp, kv_bytes
-    )
-    t_memory = streamed / (m.unit_bw * m.mem_eff)
-    return np.maximum(t_compute, t_memory) + _forward_overheads(c, m, tp, pp, batch * c.d_model * act_bytes)
+    compute_rate = tp * m.unit_flops * _matmul_eff(c, m, batch, tp)
+    matmul = 2.0 * batch * c.matmul_params
+    weights = c.weights_read(batch) * w_bytes / tp
+    kv_per_token = batch * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
+    stream_rate = m.unit_bw * m.mem_eff
+    total = np.zeros_like(batch)
+    for context in contexts:
+        t_compute = (matmul + c.attention_flops(batch, context, heads) / m.attn_eff) / compute_rate
+        sliding = np.minimum(context, c.window) if c.window else context
+        kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
+        total = total + np.maximum(t_compute, (weights + kv_per_token * kv_tokens) / stream_rate)
+    overheads = _forward_overheads(c, m, tp, pp, batch * c.d_model * act_bytes)
+    return total / len(contexts) + overheads
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
