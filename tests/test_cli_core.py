@@ -154,3 +154,21 @@ def test_public_surface_is_pinned() -> None:
     }
     for name in silica.__all__:
         assert getattr(silica, name) is not None
+
+
+def test_calibrate_writes_a_loadable_file_and_refuses_an_unwritable_path(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "chip,chips,task,model,weight_dtype,compute_dtype,batch,input_len,output_len,tp,metric,value,source\n"
+        "h100,1,inference,llama-3.1-8b,bf16,bf16,1,128,128,1,tpot_ms,7.0,a\n"
+    )
+    out = tmp_path / "cal.json"
+    r = run("calibrate", str(rows), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    from silica.perf.calibration import load_calibration
+
+    cal = load_calibration(out)
+    assert cal.generated_by.startswith("silica calibrate")
+    assert cal.params == {}  # one row is too few to fit a family: nothing is invented
+    bad = run("calibrate", str(rows), "--out", str(tmp_path / "missing" / "cal.json"))
+    assert bad.exit_code == 2 and "Cannot write" in bad.stderr

@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         import json
         import sys
 
+        from silica.errors import DataFileError
         from silica.perf.calibration import calibration_to_json
         from silica.validate.benchmarks import read_benchmarks
         from silica.validate.fit import fit_calibration
@@ -55,8 +56,14 @@ def register(app: typer.Typer) -> None:
         command = "silica calibrate " + " ".join(str(f) for f in files) + f" --out {out}"
         result = fit_calibration(rows, command=command)
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(calibration_to_json(result), indent=2) + "\n")
-        tmp.replace(out)
+        try:
+            tmp.write_text(json.dumps(calibration_to_json(result), indent=2) + "\n")
+            tmp.replace(out)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise DataFileError(
+                f"Cannot write {out}: {err.strerror}.", "choose a writable --out path."
+            ) from err
         sys.stdout.write(
             f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; wrote {out}\n"
         )
