@@ -98,6 +98,21 @@ INHERITANCE: dict[str, tuple[str, str]] = {
     "volta": ("ampere", "nearest NVIDIA generation with measurements"),
 }
 
+# Software facts that override an inherited parameter. The neuron-v2 measurements come from
+# transformers-neuronx (SDK 2.18), whose context encoding materialises the attention scores; the
+# Trainium2/3 inference stack ships a fused flash-attention context-encoding kernel ("Attention CTE
+# Kernel API Reference", NKI library, Neuron docs v2.30, relevant for Trn2 and Trn3), so there the
+# attention math runs at matmul efficiency as on GPUs.
+INHERITED_OVERRIDES: dict[str, dict[str, tuple[float, str]]] = {
+    family: {
+        "attention_eff": (
+            1.0,
+            "fused flash-attention context-encoding kernel (NKI library, Neuron docs v2.30)",
+        )
+    }
+    for family in ("neuron-v3", "neuron-v4", "neuron-v5")
+}
+
 # How much wider an inherited band is than its source family's, per generation of distance.
 INHERITED_BAND_WIDENING = 1.5
 # A calibration file with no bands at all (hand-written): a deliberately wide p10-p90 guess, flagged as such.
@@ -129,7 +144,10 @@ class Calibration:
                 return DEFAULT_PARAMS, "defaults"
             seen = INHERITANCE[seen][0]
             inherited = seen
-        return self.params[seen], inherited
+        params = self.params[seen]
+        if inherited is not None and family in INHERITED_OVERRIDES:
+            params = replace(params, **{k: v for k, (v, _) in INHERITED_OVERRIDES[family].items()})
+        return params, inherited
 
     def band(self, family: str, metric: str | tuple[str, ...]) -> tuple[float, float]:
         """p10/p90 of measured/predicted for this family and metric, widened when inherited.

@@ -9,7 +9,13 @@ from silica.catalog import get_instance, load_catalog, price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import INHERITANCE, Calibration, FamilyParams, load_calibration
+from silica.perf.calibration import (
+    INHERITANCE,
+    INHERITED_OVERRIDES,
+    Calibration,
+    FamilyParams,
+    load_calibration,
+)
 from silica.plan.grid import divisors
 
 __all__ = ["Target", "legal_tp", "resolve_targets", "tp_choices"]
@@ -40,7 +46,10 @@ class Target:
         if self.inherited_from == "defaults":
             return f"{family}: no fitted parameters; uncalibrated defaults"
         rule = INHERITANCE.get(family, ("", "nearest measured family"))[1]
-        return f"{family} has no measurements: parameters inherited from {self.inherited_from} ({rule})"
+        note = f"{family} has no measurements: parameters inherited from {self.inherited_from} ({rule})"
+        for name, (value, why) in INHERITED_OVERRIDES.get(family, {}).items():
+            note += f"; {name}={value:g}: {why}"
+        return note
 
 
 def legal_tp(model: ModelSpec, target: Target, limit: int | None = None) -> list[int]:
