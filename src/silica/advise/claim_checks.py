@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from silica.advise.claim_context import Context, cannot_run, divide, result
+from silica.advise.claim_context import (
+    Context,
+    cannot_run,
+    divide,
+    graded_figure,
+    graded_result,
+    holds_if,
+    ratio_figure,
+    reduction,
+    result,
+    summary,
+)
 from silica.advise.claim_specs import (
     generation_throughput_latency,
     generation_training,
     trn3_figures,
     trn3_vs_blackwell,
 )
-from silica.advise.claims import ClaimResult, ClaimSpec, ClaimVerdict, Figure, Grade, HoldsAt, combine, grade
+from silica.advise.claims import ClaimResult, ClaimSpec, ClaimVerdict, Figure, Grade, HoldsAt, combine
 from silica.catalog import get_instance
 from silica.catalog.schema import PurchaseOption
 
@@ -28,15 +39,22 @@ def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     subject, ref = p["subject"], p["reference"]
     ref_price = ctx.price(ref)
-    figures, holds, grades = [], [], []
+    figures, holds = [], []
     for wid in p["workloads"]:
         s, r = ctx.best(wid, subject), ctx.best(wid, ref)
         if s is None or r is None:
             return cannot_run(spec, f"{subject} or {ref} on {wid}")
         perf = divide(ctx.per_instance(s), ctx.per_instance(r))
-        g = grade(perf, 1.0, 1.0 - p["competitive"], 0.0)
-        grades.append(g)
-        figures.append(Figure(f"throughput per instance, {subject} / {ref}, {wid}", perf, 1.0, "ratio", g))
+        # "competitive": at least 1 - competitive of the reference's throughput, counted from zero
+        figures.append(
+            graded_figure(
+                f"throughput per instance, {subject} / {ref}, {wid}",
+                perf,
+                1.0,
+                "ratio",
+                1.0 - p["competitive"],
+            )
+        )
         cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
         if cost_r and hours:
             holds.append(
@@ -57,7 +75,7 @@ def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         if spot
         else []
     )
-    perf_verdict = combine(grades)
+    perf_verdict = combine([f.grade for f in figures])
     if ctx.price(subject) is None:
         verdict: ClaimVerdict = "cannot check" if perf_verdict != "not supported" else "not supported"
         reason = (
@@ -66,8 +84,7 @@ def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         )
     else:
         verdict, reason = perf_verdict, "graded on performance; price compared below"
-    computed = "; ".join(f"{f.name}: {f.value:.2f}x" for f in figures if f.value is not None)
-    return result(spec, verdict, computed, reason, figures, holds, notes)
+    return result(spec, verdict, summary(figures, "{name}: {value:.2f}x"), reason, figures, holds, notes)
 
 
 def price_performance_breakeven(spec: ClaimSpec, ctx: Context) -> ClaimResult:
@@ -101,19 +118,18 @@ def price_performance_breakeven(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         if cost_s:
             better = cost_r / cost_s - 1.0
             figures.append(
-                Figure(
+                graded_figure(
                     f"price-performance gain over {ref}, {wid}",
                     better,
                     p["better_low"],
                     "fraction",
-                    grade(better, p["better_low"], ctx.tolerance, 0.0),
+                    ctx.tolerance,
                 )
             )
     graded = [f.grade for f in figures if f.grade is not None]
     verdict = combine(graded) if graded else "cannot check"
     reason = "graded at catalog prices" if graded else f"{subject} has no public on-demand price"
-    computed = "holds if " + "; ".join(f"{h.meaning}: <= ${h.usd_per_hour:,.2f}/h" for h in holds)
-    return result(spec, verdict, computed, reason, figures, holds)
+    return result(spec, verdict, holds_if(holds), reason, figures, holds)
 
 
 def cost_reduction(spec: ClaimSpec, ctx: Context) -> ClaimResult:
@@ -124,19 +140,16 @@ def cost_reduction(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         if s is None or r is None:
             return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
         cost_s, cost_r = ctx.unit_cost(s, wid), ctx.unit_cost(r, wid)
-        cut = 1.0 - cost_s / cost_r if cost_s and cost_r else None
         figures.append(
-            Figure(
+            graded_figure(
                 f"{ctx.unit(wid)}: {p['subject']} ${cost_s:,.2f} vs {p['reference']} ${cost_r:,.2f}, {wid}",
-                cut,
+                reduction(cost_s, cost_r),
                 p["reduction"],
                 "fraction lower",
-                grade(cut, p["reduction"], ctx.tolerance, 0.0),
+                ctx.tolerance,
             )
         )
-    verdict = combine([f.grade for f in figures])
-    computed = "; ".join(f"{f.value:.0%} lower ({f.name})" for f in figures if f.value is not None)
-    return result(spec, verdict, computed, f"claimed {p['reduction']:.0%} lower", figures)
+    return graded_result(spec, figures, "{value:.0%} lower ({name})", f"claimed {p['reduction']:.0%} lower")
 
 
 def best_case_cost_ratio(spec: ClaimSpec, ctx: Context) -> ClaimResult:
@@ -173,20 +186,18 @@ def best_case_cost_ratio(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     if not ratios:
         return cannot_run(spec, f"{p['subject']} or {p['reference']}")
     best, where = min(ratios)
-    g = grade(1.0 - best, 1.0 - p["cost_ratio"], ctx.tolerance, 0.0)
-    figures.append(
-        Figure(
-            f"best case: cost lower on {p['subject']} than {p['reference']} ({where})",
-            1.0 - best,
-            1.0 - p["cost_ratio"],
-            "fraction lower",
-            g,
-        )
+    best_case = graded_figure(
+        f"best case: cost lower on {p['subject']} than {p['reference']} ({where})",
+        1.0 - best,
+        1.0 - p["cost_ratio"],
+        "fraction lower",
+        ctx.tolerance,
     )
+    figures.append(best_case)
     computed = f"at best {best:.0%} of {p['reference']}'s cost ({where}); claimed {p['cost_ratio']:.0%}"
     return result(
         spec,
-        combine([g]),
+        combine([best_case.grade]),
         computed,
         "graded on the best workload, as the claim says 'some workloads'",
         figures,
@@ -202,64 +213,47 @@ def throughput_and_cost(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         if s is None or r is None:
             return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
         speed = divide(ctx.per_instance(s), ctx.per_instance(r))
-        cost_s, cost_r = ctx.unit_cost(s, wid), ctx.unit_cost(r, wid)
-        cut = 1.0 - cost_s / cost_r if cost_s and cost_r else None
+        cut = reduction(ctx.unit_cost(s, wid), ctx.unit_cost(r, wid))
         figures.append(
-            Figure(
+            ratio_figure(
                 f"throughput per instance, {p['subject']} / {p['reference']}, {wid}",
                 speed,
                 p["throughput_ratio"],
-                "ratio",
-                grade(speed, p["throughput_ratio"], ctx.tolerance, 1.0),
-                neutral=1.0,
+                ctx.tolerance,
             )
         )
         figures.append(
-            Figure(
+            graded_figure(
                 f"cost per inference, lower on {p['subject']}, {wid}",
                 cut,
                 p["reduction"],
                 "fraction lower",
-                grade(cut, p["reduction"], ctx.tolerance, 0.0),
+                ctx.tolerance,
             )
         )
-    computed = "; ".join(f"{f.name}: {f.value:.2f}" for f in figures if f.value is not None)
-    return result(
-        spec, combine([f.grade for f in figures]), computed, "both halves graded", figures, notes=[p["note"]]
-    )
+    return graded_result(spec, figures, "{name}: {value:.2f}", "both halves graded", notes=[p["note"]])
 
 
 def best_of_family_price_performance(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     figures = []
     for wid in p["workloads"]:
-
-        def cheapest(ids: list[str], wid: str = wid) -> tuple[float, str] | None:
-            costs = [(c, i) for i in ids if (e := ctx.best(wid, i)) and (c := ctx.unit_cost(e, wid))]
-            return min(costs) if costs else None
-
-        s, r = cheapest(p["subject"]), cheapest(p["reference"])
+        s, r = ctx.cheapest(wid, p["subject"]), ctx.cheapest(wid, p["reference"])
         if s is None or r is None:
             return cannot_run(spec, f"the Inf2 or the GPU instances on {wid}")
         better = r[0] / s[0] - 1.0
         figures.append(
-            Figure(
+            graded_figure(
                 f"price-performance of {s[1]} (${s[0]:.3f}) over {r[1]} (${r[0]:.3f}), {wid}",
                 better,
                 p["better"],
                 "fraction better",
-                grade(better, p["better"], ctx.tolerance, 0.0),
+                ctx.tolerance,
             )
         )
-    computed = "; ".join(f"{f.value:+.0%} ({f.name})" for f in figures if f.value is not None)
     note = f"comparable instances: the cheapest per token of {', '.join(p['reference'])}"
-    return result(
-        spec,
-        combine([f.grade for f in figures]),
-        computed,
-        "best Inf2 size vs best GPU instance",
-        figures,
-        notes=[note],
+    return graded_result(
+        spec, figures, "{value:+.0%} ({name})", "best Inf2 size vs best GPU instance", notes=[note]
     )
 
 
@@ -272,11 +266,10 @@ def unpriced_vs_best_gpu(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     ]
     figures, holds = [], []
     for wid in p["workloads"]:
-        costs = [(c, i) for i in gpus if (e := ctx.best(wid, i)) and (c := ctx.unit_cost(e, wid))]
-        s = ctx.best(wid, p["subject"])
-        if not costs or s is None:
+        cheapest, s = ctx.cheapest(wid, gpus), ctx.best(wid, p["subject"])
+        if cheapest is None or s is None:
             continue
-        best, where = min(costs)
+        best, where = cheapest
         figures.append(
             Figure(f"cheapest GPU {ctx.unit(wid)}: {where}, {wid}", best, None, ctx.unit(wid), None)
         )
@@ -289,8 +282,9 @@ def unpriced_vs_best_gpu(spec: ClaimSpec, ctx: Context) -> ClaimResult:
                     f"{wid}: {p['reduction']:.0%} below {where}",
                 )
             )
-    computed = "holds if " + "; ".join(f"{h.meaning}: <= ${h.usd_per_hour:,.2f}/h" for h in holds)
-    return result(spec, "cannot check", computed, f"{p['subject']} has no public price", figures, holds)
+    return result(
+        spec, "cannot check", holds_if(holds), f"{p['subject']} has no public price", figures, holds
+    )
 
 
 def per_gpu_price(spec: ClaimSpec, ctx: Context) -> ClaimResult:

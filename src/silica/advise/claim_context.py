@@ -1,12 +1,25 @@
 """What every claim check shares: the catalog, the standard workloads, a cache of planner results, and
 the helpers that turn estimates into comparable figures (cost per million tokens, throughput per instance).
+
+The helpers below `Context` build the graded figures and the one-line summaries that most checks end
+with, so that every check grades and words its figures the same way.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
-from silica.advise.claims import ClaimResult, ClaimsFile, ClaimSpec, ClaimVerdict, Figure, HoldsAt
+from silica.advise.claims import (
+    ClaimResult,
+    ClaimsFile,
+    ClaimSpec,
+    ClaimVerdict,
+    Figure,
+    HoldsAt,
+    combine,
+    grade,
+)
 from silica.catalog import load_catalog, price_for
 from silica.catalog.schema import PurchaseOption
 from silica.errors import SilicaError
@@ -14,7 +27,18 @@ from silica.plan import compare
 from silica.results import Estimate
 from silica.workload import InferenceWorkload, TrainingWorkload
 
-__all__ = ["Context", "cannot_run", "divide", "result"]
+__all__ = [
+    "Context",
+    "cannot_run",
+    "divide",
+    "graded_figure",
+    "graded_result",
+    "holds_if",
+    "ratio_figure",
+    "reduction",
+    "result",
+    "summary",
+]
 
 
 class Context:
@@ -75,6 +99,14 @@ class Context:
             return e.output_tokens_per_s / e.count if e.output_tokens_per_s else None
         return (e.tokens_per_s_per_chip or 0.0) * e.chips / e.count or None
 
+    def cheapest(self, wid: str, instances: Sequence[str]) -> tuple[float, str] | None:
+        """The lowest cost per million tokens among `instances` on `wid`, and which instance has it.
+
+        None when none of them both runs the workload and has a price.
+        """
+        costs = [(c, i) for i in instances if (e := self.best(wid, i)) and (c := self.unit_cost(e, wid))]
+        return min(costs) if costs else None
+
     def price(self, instance: str, option: PurchaseOption | None = None) -> float | None:
         found = price_for(self.catalog, instance, option=option or self.data.prices)
         return found.usd_per_hour if found else None
@@ -113,6 +145,48 @@ def result(
         tuple(holds or []),
         tuple(assumptions),
     )
+
+
+def graded_result(
+    spec: ClaimSpec,
+    figures: list[Figure],
+    template: str,
+    reason: str,
+    notes: list[str] | None = None,
+) -> ClaimResult:
+    """The usual ending of a check: all figures' grades combined, and `summary(figures, template)` as
+    what Silica computed."""
+    verdict = combine([f.grade for f in figures])
+    return result(spec, verdict, summary(figures, template), reason, figures, notes=notes)
+
+
+def summary(figures: Sequence[Figure], template: str) -> str:
+    """The computed figures on one line, each written by `template` (a `str.format` string with the
+    fields `name` and `value`); figures Silica could not compute are left out."""
+    return "; ".join(template.format(name=f.name, value=f.value) for f in figures if f.value is not None)
+
+
+def holds_if(holds: Sequence[HoldsAt]) -> str:
+    """The break-even prices on one line, for a claim that turns on a price nobody has published."""
+    return "holds if " + "; ".join(f"{h.meaning}: <= ${h.usd_per_hour:,.2f}/h" for h in holds)
+
+
+def graded_figure(
+    name: str, value: float | None, claimed: float, unit: str, tolerance: float, neutral: float = 0.0
+) -> Figure:
+    """A figure graded against the claimed one; `neutral` is the value that means no effect (0 for cuts
+    and gains, 1 for ratios), and the figure keeps it so that `achieved` measures from the same point."""
+    return Figure(name, value, claimed, unit, grade(value, claimed, tolerance, neutral), neutral=neutral)
+
+
+def ratio_figure(name: str, value: float | None, claimed: float, tolerance: float) -> Figure:
+    """A graded "N times" figure: a ratio of 1 is no gain at all."""
+    return graded_figure(name, value, claimed, "ratio", tolerance, neutral=1.0)
+
+
+def reduction(new: float | None, old: float | None) -> float | None:
+    """How much lower `new` is than `old`, as a fraction of `old`; None unless both are known and non-zero."""
+    return 1.0 - new / old if new and old else None
 
 
 def divide(a: float | None, b: float | None) -> float | None:

@@ -4,8 +4,8 @@ against Blackwell. They compare modelled throughput and the chip table; prices e
 
 from __future__ import annotations
 
-from silica.advise.claim_context import Context, cannot_run, divide, result
-from silica.advise.claims import ClaimResult, ClaimSpec, Figure, HoldsAt, combine, grade
+from silica.advise.claim_context import Context, cannot_run, divide, graded_result, ratio_figure, result
+from silica.advise.claims import ClaimResult, ClaimSpec, Figure, HoldsAt, combine
 from silica.catalog import get_chip, get_instance
 from silica.plan import estimate
 from silica.workload import Deployment, InferenceWorkload
@@ -34,33 +34,22 @@ def generation_throughput_latency(spec: ClaimSpec, ctx: Context) -> ClaimResult:
             lat[inst] = (e.ttft_ms or 0.0) + wl.output_len * (e.tpot_ms or 0.0) if e.feasible else None
         faster = divide(lat[p["reference"]], lat[p["subject"]])
         figures.append(
-            Figure(
+            ratio_figure(
                 f"throughput per chip, {p['subject']} / {p['reference']}, {wid}",
                 speed,
                 p["throughput_ratio"],
-                "ratio",
-                grade(speed, p["throughput_ratio"], ctx.tolerance, 1.0),
-                neutral=1.0,
+                ctx.tolerance,
             )
         )
         figures.append(
-            Figure(
+            ratio_figure(
                 f"request latency at batch 1, {p['reference']} / {p['subject']}, {wid}",
                 faster,
                 p["latency_ratio"],
-                "ratio",
-                grade(faster, p["latency_ratio"], ctx.tolerance, 1.0),
-                neutral=1.0,
+                ctx.tolerance,
             )
         )
-    computed = "; ".join(f"{f.name}: {f.value:.1f}x" for f in figures if f.value is not None)
-    return result(
-        spec,
-        combine([f.grade for f in figures]),
-        computed,
-        "throughput and latency graded separately",
-        figures,
-    )
+    return graded_result(spec, figures, "{name}: {value:.1f}x", "throughput and latency graded separately")
 
 
 def generation_training(spec: ClaimSpec, ctx: Context) -> ClaimResult:
@@ -70,15 +59,12 @@ def generation_training(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
         if s is None or r is None:
             return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
-        ratio = divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip)
         figures.append(
-            Figure(
+            ratio_figure(
                 f"training tokens/s per chip, {p['subject']} / {p['reference']}, {wid}",
-                ratio,
+                divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip),
                 p["ratio"],
-                "ratio",
-                grade(ratio, p["ratio"], ctx.tolerance, 1.0),
-                neutral=1.0,
+                ctx.tolerance,
             )
         )
     a, b = (get_chip(ctx.catalog, get_instance(ctx.catalog, i).chip) for i in (p["subject"], p["reference"]))
@@ -92,13 +78,8 @@ def generation_training(spec: ClaimSpec, ctx: Context) -> ClaimResult:
             None,
         )
     )
-    computed = "; ".join(f"{f.name}: {f.value:.2f}x" for f in figures if f.value is not None)
-    return result(
-        spec,
-        combine([f.grade for f in figures]),
-        computed,
-        "graded on modelled training throughput per chip",
-        figures,
+    return graded_result(
+        spec, figures, "{name}: {value:.2f}x", "graded on modelled training throughput per chip"
     )
 
 
@@ -126,35 +107,25 @@ def trn3_figures(spec: ClaimSpec, ctx: Context) -> ClaimResult:
             "PFLOP/s",
             "supported" if abs(system / p["system_pflops_fp8"] - 1) <= exact else "not supported",
         ),
-        Figure(
+        ratio_figure(
             f"FP8 compute, {p['subject']} / {p['reference']} ({sys_s.chips} vs {sys_r.chips} chips)",
             system_ratio,
             p["ratio"],
-            "ratio",
-            grade(system_ratio, p["ratio"], ctx.tolerance, 1.0),
-            neutral=1.0,
+            ctx.tolerance,
         ),
-        Figure(
-            f"FP8 compute per chip, {chip.id} / {ref_chip.id}",
-            chip_ratio,
-            p["ratio"],
-            "ratio",
-            grade(chip_ratio, p["ratio"], ctx.tolerance, 1.0),
-            neutral=1.0,
+        ratio_figure(
+            f"FP8 compute per chip, {chip.id} / {ref_chip.id}", chip_ratio, p["ratio"], ctx.tolerance
         ),
     ]
     for wid in p["workloads"]:
         s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
         if s and r:
-            ratio = divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip)
             figures.append(
-                Figure(
+                ratio_figure(
                     f"modelled training tokens/s per chip, {chip.id} / {ref_chip.id}, {wid}",
-                    ratio,
+                    divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip),
                     p["ratio"],
-                    "ratio",
-                    grade(ratio, p["ratio"], ctx.tolerance, 1.0),
-                    neutral=1.0,
+                    ctx.tolerance,
                 )
             )
     computed = (
