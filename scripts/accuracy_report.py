@@ -178,7 +178,10 @@ Families without measurements (Trainium2 for most shapes, Trainium3, Blackwell, 
 take their parameters from the nearest measured family (`silica.perf.calibration.INHERITANCE`) and
 report a band widened by 1.5x in log space per generation of distance. Trainium2 has two rows here
 (NxD Inference, a newer software stack than the SDK 2.18 rows the Neuron parameters were fitted
-on): treat its figures as indicative.
+on): treat its figures as indicative. Trainium2 and Trainium3 do not inherit the SDK 2.18 attention
+penalty, because their inference stack ships a fused flash-attention prefill kernel
+(`INHERITED_OVERRIDES`, with its source); that rule was written with these two rows in view, so
+their error above is not an out-of-sample check.
 """
 
 
