@@ -95,7 +95,8 @@ def test_training_compare_table_renders() -> None:
     [
         (["compare", "llama-3.1-8"], "Did you mean 'llama-3.1-8b'"),
         (["estimate", "llama-3.1-8b", "--on", "p5.48xlarg"], "Did you mean 'p5.48xlarge'"),
-        (["compare", "llama-3.1-8b", "--input-len", "0"], "must be positive"),
+        (["compare", "llama-3.1-8b", "--input-len", "0"], "must be a finite positive number"),
+        (["compare", "llama-3.1-8b", "--rate", "inf"], "finite"),
         (["compare", "llama-3.1-8b", "--output-len", "-5"], "0 or more"),
         (["compare", "llama-3.1-8b", "--ttft-slo-ms", "0.001"], "SLO"),
         (["compare", "qwen2.5-7b", "--instance", "p5.48xlarge", "--dtype", "bf16"], None),

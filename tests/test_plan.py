@@ -126,3 +126,46 @@ def test_estimates_carry_bands_and_their_calibration_story() -> None:
     own = d["tpot_ms_high"] / d["tpot_ms_low"]
     inherited = trn3["tpot_ms_high"] / trn3["tpot_ms_low"]
     assert inherited > own  # a chip without measurements gets a wider band
+
+
+def test_a_load_ranks_by_monthly_cost_and_sizes_the_fleet() -> None:
+    wl = InferenceWorkload(
+        input_len=1024, output_len=256, rate_req_per_s=10, ttft_slo_ms=2000, tpot_slo_ms=50
+    )
+    result = compare("llama-3.1-70b", wl)
+    priced = [r for r in result.results if r.feasible and r.usd_per_month is not None]
+    months = [r.usd_per_month for r in priced]
+    assert months == sorted(months)
+    for r in priced:
+        # the instances the load needs deliver at least the requested output tokens
+        assert r.instances_for_load / r.count * r.output_tokens_per_s >= 10 * 256 * (1 - 1e-9)
+
+
+def test_encoders_are_ranked_by_prompt_tokens_and_refuse_output() -> None:
+    with pytest.raises(InputError, match="encoder"):
+        compare("bert-base-uncased", InferenceWorkload(input_len=128, output_len=16))
+    result = compare("bert-base-uncased", InferenceWorkload(input_len=128, output_len=0, ttft_slo_ms=50))
+    priced = [r for r in result.results if r.feasible and r.usd_per_1m_input_tokens is not None]
+    assert [r.usd_per_1m_input_tokens for r in priced] == sorted(r.usd_per_1m_input_tokens for r in priced)
+    assert all(r.tpot_ms is None and r.ttft_ms <= 50 for r in priced)
+
+
+def test_lengths_beyond_the_model_context_are_refused() -> None:
+    with pytest.raises(InputError, match="positions"):
+        estimate("gpt2", InferenceWorkload(input_len=4000, output_len=200), Deployment("g6e.xlarge"))
+    with pytest.raises(InputError, match="Output length 0"):
+        estimate("llama-3.1-8b", InferenceWorkload(input_len=100, output_len=0), Deployment("g6e.xlarge"))
+
+
+def test_a_fixed_layout_larger_than_the_deployment_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="tp x pp"):
+        estimate("llama-3.1-8b", CHAT, Deployment("p5.48xlarge", pp=64))
+
+
+def test_training_mfu_stays_physical_and_prefers_fewer_instances_on_ties() -> None:
+    for model in ("gpt2", "llama-3.2-1b", "llama-3.1-8b"):
+        for inst in ("trn1.32xlarge", "p5.48xlarge", "trn2.48xlarge"):
+            r = estimate(model, TrainingWorkload(seq_len=4096, micro_batch=4), Deployment(inst))
+            assert r.feasible and 0.05 < r.mfu < 0.85, (model, inst, r.mfu)
+    tiny = compare("gpt2", TrainingWorkload(seq_len=1024, tokens=1e9))
+    assert all(r.count <= 2 for r in tiny.results if r.feasible)  # a $10 run does not need a cluster

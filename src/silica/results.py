@@ -52,6 +52,7 @@ class Estimate:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     output_tokens_per_s: float | None = None  # whole deployment
+    input_tokens_per_s: float | None = None  # prompt tokens prefilled per second, whole deployment
     # Training
     step_s: float | None = None
     tokens_per_s_per_chip: float | None = None

@@ -6,6 +6,7 @@ so every interface rejects bad input the same way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -35,8 +36,8 @@ def check_dtype(value: str, what: str) -> Dtype:
 
 
 def _positive(name: str, value: float | None, flag: str) -> None:
-    if value is not None and not value > 0:
-        raise InputError(f"{name} must be positive, got {value}.", f"pass {flag} with a value above 0.")
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a finite positive number, got {value}.", f"pass {flag} with a value above 0.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +141,7 @@ class Deployment:
     instance: str
     count: int = 1
     tp: int | None = None
-    pp: int = 1
+    pp: int | None = None  # None: the planner chooses (instances chained as stages for inference)
     ep: int = 1
 
     def __post_init__(self) -> None:

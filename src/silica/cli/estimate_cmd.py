@@ -101,7 +101,7 @@ def parse_on(value: str, known: set[str]) -> tuple[str, int]:
     return value, 1
 
 
-def _fmt(value: float | None, spec: str = ".1f") -> str:
+def _fmt(value: float | int | None, spec: str = ".1f") -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         micro_batch: int = _MBATCH,
         deadline_days: float | None = _DEADLINE,
         tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
-        pp: int = typer.Option(1, "--pp", help="Pipeline stages."),
+        pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
         price: list[str] | None = _PRICE,
         prices: Path | None = _PRICES,
         option: str | None = _OPTION,
@@ -263,11 +263,25 @@ def _print_comparison(c: Any) -> None:
     table = Table(title=f"{c.model}: {c.task}, every instance type ranked by cost")
     for col in ("#", "instance", "n", "chip", "layout"):
         table.add_column(col)
-    metrics = (
-        ("tok/s/chip", "days", "$/h", "$ per run", "p10-p90")
-        if training
-        else ("TTFT ms", "TPOT ms", "out tok/s", "$/h", "$/1M out", "p10-p90")
-    )
+    wl = c.workload
+    loaded = not training and (wl.get("rate_req_per_s") or wl.get("tokens_per_month"))
+    encoder = not training and wl.get("output_len") == 0
+    if training:
+        metrics: tuple[str, ...] = ("tok/s/chip", "days", "$/h", "$ per run", "p10-p90")
+    elif encoder:
+        metrics = (
+            "latency ms",
+            "prompt tok/s",
+            "$/h",
+            "$/1M prompt",
+            "instances" if loaded else "",
+            "$/month" if loaded else "",
+        )
+        metrics = tuple(m for m in metrics if m)
+    elif loaded:
+        metrics = ("TTFT ms", "TPOT ms", "out tok/s", "$/1M out", "instances", "$/month")
+    else:
+        metrics = ("TTFT ms", "TPOT ms", "out tok/s", "$/h", "$/1M out", "p10-p90")
     for col in metrics:
         table.add_column(col, justify="right")
     table.add_column("note")
@@ -303,6 +317,24 @@ def _print_comparison(c: Any) -> None:
                 price,
                 _fmt(r.usd_per_run, ",.0f"),
                 _band(r, "usd_per_run", ",.0f"),
+            )
+        elif encoder:
+            vals = (
+                _fmt(r.ttft_ms),
+                _fmt(r.input_tokens_per_s, ",.0f"),
+                price,
+                _fmt(r.usd_per_1m_input_tokens, ".4f"),
+            )
+            if loaded:
+                vals += (_fmt(r.instances_for_load, "d"), _fmt(r.usd_per_month, ",.0f"))
+        elif loaded:
+            vals = (
+                _fmt(r.ttft_ms),
+                _fmt(r.tpot_ms, ".2f"),
+                _fmt(r.output_tokens_per_s, ",.0f"),
+                _fmt(r.usd_per_1m_output_tokens, ".3f"),
+                _fmt(r.instances_for_load, "d"),
+                _fmt(r.usd_per_month, ",.0f"),
             )
         else:
             vals = (

@@ -201,7 +201,9 @@ def mean_decode_seconds(
     stream_rate = m.unit_bw * m.mem_eff
     total = np.zeros_like(batch)
     for context in contexts:
-        t_compute = (matmul + c.attention_flops(batch, context, heads) / m.attn_eff) / compute_rate
+        # Decode attention reads the KV cache once per step (counted in the stream below); the
+        # materialised-score penalty `attn_eff` belongs to context encoding only.
+        t_compute = (matmul + c.attention_flops(batch, context, heads)) / compute_rate
         sliding = np.minimum(context, c.window) if c.window else context
         kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
         total = total + np.maximum(t_compute, (weights + kv_per_token * kv_tokens) / stream_rate)
@@ -230,7 +232,10 @@ def inference_memory(
     unit is batch x context x (all layers' KV per unit) whatever pp is.
     """
     weights = c.total_params * w_bytes / (tp * pp)
-    kv = batch * context * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
+    # Sliding-window (and chunked) layers keep only their window of the context.
+    sliding = np.minimum(context, c.window) if c.window else context
+    kept = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
+    kv = batch * kept * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
     chunk = np.minimum(batch * context, PREFILL_CHUNK_TOKENS)
     activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * act_bytes
     return weights, kv, activations
@@ -296,7 +301,14 @@ def train_step(
     # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
     stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
     handoff = np.where(pp > 1, 2.0 * (m.coll_s + mb_tokens * c.d_model * act_bytes / stage_bw), 0.0)
-    per_micro = np.maximum(t_compute, t_weights) + passes * layers * m.layer_s + tp_comm + handoff
+    # Non-matmul work (norms, activations, dropout, residuals) streams the layer activations: written
+    # in the forward pass and read back in the backward pass, 2 x 34 s b h / t bytes a layer.
+    elementwise = (
+        2.0 * ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp / (m.unit_bw * m.mem_eff)
+    )
+    per_micro = (
+        np.maximum(t_compute, t_weights) + elementwise + passes * layers * m.layer_s + tp_comm + handoff
+    )
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
     grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
     multi_node = units > units_per_node
@@ -308,11 +320,19 @@ def train_step(
         0.0,
     )
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
-    step = pipeline + exposed_dp
+    # Adam update: read and write fp32 master weights and both moments, read the gradient, on this
+    # rank's shard (ZeRO), then write the bf16 weights.
+    shard = np.where(zero_stage >= 1, dp, 1.0)
+    params_here = c.total_params / (tp * pp)
+    optimizer_s = (
+        params_here
+        * (2.0 * OPTIMIZER_BYTES_PER_PARAM / shard + GRAD_BYTES_PER_PARAM + w_bytes)
+        / (m.unit_bw * m.mem_eff)
+    )
+    step = pipeline + exposed_dp + optimizer_s
     tokens = global_batch * seq_len
-    model_flops_per_token = (
-        6.0 * c.matmul_params
-    )  # the MFU convention of Chowdhery et al. 2022 (PaLM), sans attention
+    # MFU convention of Chowdhery et al. 2022 (PaLM, appendix B): 6N per token plus attention.
+    model_flops_per_token = 6.0 * c.matmul_params
     attn_per_token = 3.0 * c.attention_flops(
         np.asarray(1.0), np.asarray(seq_len / 2.0), np.asarray(c.n_heads)
     )

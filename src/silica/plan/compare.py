@@ -16,7 +16,7 @@ from silica.plan.inference_search import search_inference
 from silica.plan.targets import resolve_targets
 from silica.plan.training_search import search_training
 from silica.results import Estimate
-from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
+from silica.workload import SECONDS_PER_MONTH, Deployment, InferenceWorkload, TrainingWorkload
 
 __all__ = ["Comparison", "compare", "estimate"]
 
@@ -43,8 +43,7 @@ def estimate(
         [deployment.instance], catalog=catalog, calibration=calibration, option=option, region=region
     )
     search = search_inference if isinstance(workload, InferenceWorkload) else search_training
-    pp = deployment.pp if deployment.pp != 1 or isinstance(workload, TrainingWorkload) else None
-    (result,) = search(spec, workload, targets, count=deployment.count, tp=deployment.tp, pp=pp)  # type: ignore[arg-type]
+    (result,) = search(spec, workload, targets, count=deployment.count, tp=deployment.tp, pp=deployment.pp)  # type: ignore[arg-type]
     return result
 
 
@@ -67,12 +66,9 @@ class Comparison:
 
     @property
     def best(self) -> Estimate | None:
-        priced = [r for r in self.results if r.feasible and _cost(r) is not None]
-        return priced[0] if priced else None
-
-
-def _cost(r: Estimate) -> float | None:
-    return r.usd_per_1m_output_tokens if r.task == "inference" else r.usd_per_run
+        """The cheapest priced option (the ranking puts it first)."""
+        first = self.results[0] if self.results else None
+        return first if first is not None and first.feasible and first.price is not None else None
 
 
 def compare(
@@ -100,12 +96,17 @@ def compare(
         found = search_inference(spec, workload, targets)
     else:
         found = search_training(spec, workload, targets)
-    ranked = _with_breakeven(found)
+    ranked = _with_breakeven(found, workload)
     if not any(r.feasible for r in ranked):
+        fix = (
+            "relax the SLOs, shorten the sequences, or use a narrower --dtype."
+            if isinstance(workload, InferenceWorkload)
+            else "extend --deadline-days, shorten the run (--tokens), or lower --global-batch."
+        )
         raise InfeasibleError(
             f"No instance type can run {spec.id} for this workload; the closest: "
             + "; ".join(f"{r.instance}: {r.reasons[0]}" for r in _closest(ranked)),
-            "relax the SLOs, shorten the sequences, or use a narrower --dtype.",
+            fix,
         )
     return Comparison(
         model=spec.id,
@@ -121,20 +122,35 @@ def _closest(infeasible: list[Estimate], n: int = 2) -> list[Estimate]:
     return (slo or infeasible)[:n]
 
 
-def _with_breakeven(found: list[Estimate]) -> list[Estimate]:
+def _cost_per_usd_hour(r: Estimate, wl: Workload) -> float | None:
+    """What the ranking cost of `r` would be at $1 per instance-hour (cost is linear in price).
+
+    The ranking cost is USD per run for training; for inference, USD per month when a load is
+    given, else USD per 1M generated tokens (per 1M prompt tokens for encoders).
+    """
+    if isinstance(wl, TrainingWorkload):
+        return r.train_days * 24.0 * r.count if r.train_days else None
+    if wl.rate_req_per_s is not None or wl.tokens_per_month is not None:
+        return (r.instances_for_load or r.count) * SECONDS_PER_MONTH / 3600.0
+    rate = r.output_tokens_per_s if wl.output_len > 0 else r.input_tokens_per_s
+    return r.count / (rate * 3600.0) * 1e6 if rate else None
+
+
+def _with_breakeven(found: list[Estimate], wl: Workload) -> list[Estimate]:
     """Rank, and give each unpriced feasible option the hourly price at which it ties the cheapest."""
-    priced = sorted((r for r in found if r.feasible and _cost(r) is not None), key=lambda r: _cost(r) or 0.0)
-    unpriced = [r for r in found if r.feasible and _cost(r) is None]
+
+    def cost(r: Estimate) -> float | None:
+        factor = _cost_per_usd_hour(r, wl)
+        return None if r.price is None or factor is None else r.price.usd_per_hour * factor
+
+    priced = sorted((r for r in found if r.feasible and cost(r) is not None), key=lambda r: cost(r) or 0.0)
+    unpriced = [r for r in found if r.feasible and cost(r) is None]
     infeasible = [r for r in found if not r.feasible]
-    cheapest = _cost(priced[0]) if priced else None
+    cheapest = cost(priced[0]) if priced else None
     filled = []
     for r in unpriced:
-        breakeven = None
-        if cheapest is not None:
-            if r.task == "inference" and r.output_tokens_per_s:
-                breakeven = cheapest * r.output_tokens_per_s * 3600 / 1e6 / r.count
-            elif r.task == "training" and r.train_days:
-                breakeven = cheapest / (r.train_days * 24.0 * r.count)
+        factor = _cost_per_usd_hour(r, wl)
+        breakeven = cheapest / factor if cheapest is not None and factor else None
         filled.append(replace(r, breakeven_usd_per_hour=breakeven))
     filled.sort(key=lambda r: -(r.breakeven_usd_per_hour or 0.0))
     return priced + filled + sorted(infeasible, key=lambda r: r.instance)

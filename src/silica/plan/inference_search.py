@@ -19,7 +19,7 @@ from silica.perf.kernels import ModelCosts
 from silica.perf.machine import GIB, machine_arrays
 from silica.perf.precision import precision
 from silica.plan.grid import BATCHES, Grid, make_grid
-from silica.plan.targets import Target, tp_choices
+from silica.plan.targets import Target, check_layout, check_shapes, requests_per_s, tp_choices
 from silica.results import Band, Estimate, PriceUsed
 from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
 
@@ -60,7 +60,7 @@ def evaluate_inference(
         kv_bytes=np.full(n, prec.kv_bytes),
         static_shapes=static,
         d_ff=float(model.d_ff or model.expert_params / max(model.d_model, 1) / 3),
-        continuous=wl.batching == "continuous",
+        continuous=wl.batching == "continuous" and wl.output_len > 0,  # an encoder batch is one pass
     )
 
 
@@ -73,8 +73,16 @@ def search_inference(
     tp: int | None = None,
     pp: int | None = None,
 ) -> list[Estimate]:
-    """The best configuration per target (or the reason there is none), in target order."""
+    """The best configuration per target (or the reason there is none), in target order.
+
+    With a load, the best layout is the one needing the fewest instances for it (cheapest per month
+    at any price); without one, the most tokens per instance-hour. Encoders (no output) are judged
+    on prompt tokens instead of generated ones.
+    """
+    check_shapes(model, wl)
     tp_options = tp_choices(model, targets, tp)
+    if pp is not None:
+        check_layout(targets, tp_options, pp, count or max(PIPELINE_COUNTS))
     counts = [count] if count is not None else list(PIPELINE_COUNTS)
     batches = [wl.batch] if wl.batch is not None else list(BATCHES)
     grid = make_grid(tp_options, counts, batches)
@@ -84,6 +92,8 @@ def search_inference(
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
     replicas = np.floor(units * grid.count / (grid.tp * stages))
     tok_s = replicas * perf.replica_output_tok_s
+    # Prompt tokens the deployment prefills per second (each prompt once), the encoder's throughput.
+    in_tok_s = replicas * stages * grid.batch * wl.input_len / perf.prefill_s
     network = np.asarray([t.instance.network_gbps or 0.0 for t in targets])[grid.inst]
     chainable = (grid.count == 1) | (network >= MIN_PIPELINE_NETWORK_GBPS)
     ok = perf.fits & np.isfinite(perf.ttft_s) & (replicas >= 1) & chainable
@@ -94,8 +104,15 @@ def search_inference(
         slo_ok &= perf.tpot_s * 1e3 <= wl.tpot_slo_ms
     # Tokens per instance-hour, with a 5% handicap per doubling of instances: a smaller deployment is
     # simpler to run, so a bigger one must be clearly cheaper per token to be chosen.
-    per_instance = tok_s / grid.count * (1.0 - INSTANCE_DOUBLING_HANDICAP * np.log2(grid.count))
-    score = np.where(slo_ok, per_instance if wl.output_len > 0 else -perf.ttft_s, -np.inf)
+    useful = tok_s if wl.output_len > 0 else in_tok_s
+    per_instance = useful / grid.count * (1.0 - INSTANCE_DOUBLING_HANDICAP * np.log2(grid.count))
+    needed = requests_per_s(wl)
+    if needed is not None:
+        # Instances for the load, then throughput per instance to break ties.
+        per_request = wl.output_len if wl.output_len > 0 else wl.input_len
+        groups = np.ceil(needed * per_request / np.maximum(useful, 1e-300))
+        per_instance = -(groups * grid.count) + per_instance / (np.nanmax(per_instance) + 1.0)
+    score = np.where(slo_ok, per_instance, -np.inf)
     results = []
     for i, target in enumerate(targets):
         rows = np.flatnonzero(grid.inst == i)
@@ -105,7 +122,7 @@ def search_inference(
             )
             continue
         best = int(rows[np.argmax(score[rows])])
-        results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s))
+        results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s, in_tok_s))
     return results
 
 
@@ -199,6 +216,11 @@ def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
         notes.append(
             "Neuron: static shapes (prompt and context padded to power-of-two buckets), heads padded to tp"
         )
+    if target.chip.family == "neuron-v1":
+        notes.append(
+            "Inferentia1 has no tensor parallelism: its NeuronCore Pipeline sharding is modelled as tp "
+            "(the same memory split; latency is optimistic)"
+        )
     if target.price is None:
         notes.append(f"{target.instance.id} has no public price: cost is unknown; see break-even price")
     else:
@@ -228,18 +250,21 @@ def _estimate(
     perf: InferencePerf,
     replicas: Array,
     tok_s: Array,
+    in_tok_s: Array,
 ) -> Estimate:
     count = int(grid.count[i])
     price = target.price.usd_per_hour if target.price else None
     throughput = float(tok_s[i])
     usd_h = price * count if price is not None else None
     per_1m_out = usd_h / (throughput * 3600) * 1e6 if usd_h and throughput > 0 else None
-    input_tok_s = float(replicas[i] * stages[i] * grid.batch[i] * wl.input_len / perf.prefill_s[i])
+    input_tok_s = float(in_tok_s[i])
     per_1m_in = usd_h / (input_tok_s * 3600) * 1e6 if usd_h else None
-    needed = wl.output_tokens_per_s
-    groups = math.ceil(needed / throughput) if needed and throughput > 0 else 1
+    needed = requests_per_s(wl)
+    per_request, useful = (wl.output_len, throughput) if wl.output_len > 0 else (wl.input_len, input_tok_s)
+    groups = math.ceil(needed * per_request / useful) if needed and useful > 0 else 1
     month = usd_h * groups * SECONDS_PER_MONTH / 3600 if usd_h is not None else None
-    ttft_ms, tpot_ms = float(perf.ttft_s[i] * 1e3), float(perf.tpot_s[i] * 1e3)
+    ttft_ms = float(perf.ttft_s[i] * 1e3)
+    tpot_ms = float(perf.tpot_s[i] * 1e3) if wl.output_len > 0 else None
     bands = {
         "ttft_ms": _band(target, "ttft_ms", ttft_ms),
         "tpot_ms": _band(target, "tpot_ms", tpot_ms),
@@ -264,6 +289,7 @@ def _estimate(
         ttft_ms=ttft_ms,
         tpot_ms=tpot_ms,
         output_tokens_per_s=throughput,
+        input_tokens_per_s=input_tok_s,
         memory_gib={
             "weights": float(perf.weights_bytes[i] / GIB),
             "kv_cache": float(perf.kv_bytes[i] / GIB),

@@ -17,8 +17,17 @@ from silica.perf.calibration import (
     load_calibration,
 )
 from silica.plan.grid import divisors
+from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
 
-__all__ = ["Target", "legal_tp", "resolve_targets", "tp_choices"]
+__all__ = [
+    "Target",
+    "check_layout",
+    "check_shapes",
+    "legal_tp",
+    "requests_per_s",
+    "resolve_targets",
+    "tp_choices",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,52 @@ def _tp_problem(model: ModelSpec, target: Target, tp: int) -> str:
         unit = "NeuronCores" if target.is_neuron else "GPUs"
         return f"tp={tp} does not divide the {target.units_per_instance} {unit} of {target.instance.id}."
     return f"tp={tp} does not divide {model.id}'s {model.n_heads} attention heads (GPUs split heads evenly)."
+
+
+def requests_per_s(wl: InferenceWorkload) -> float | None:
+    """The request rate a load implies (tokens per month count generated tokens)."""
+    if wl.rate_req_per_s is not None:
+        return wl.rate_req_per_s
+    if wl.tokens_per_month is not None:
+        return wl.tokens_per_month / wl.output_len / SECONDS_PER_MONTH
+    return None
+
+
+def check_shapes(model: ModelSpec, wl: InferenceWorkload) -> None:
+    """Refuse request shapes the model cannot serve, before any estimate is made."""
+    if model.kind == "encoder" and wl.output_len > 0:
+        raise InputError(
+            f"{model.id} is an encoder: it generates no tokens, so --output-len {wl.output_len} cannot be served.",
+            "pass --output-len 0; encoders are ranked by prompt tokens per dollar.",
+        )
+    if model.kind != "encoder" and wl.output_len == 0:
+        raise InputError(
+            f"Output length 0: {model.id} is a decoder and every request generates at least one token.",
+            "pass --output-len 1 or more.",
+        )
+    if wl.output_len == 0 and wl.tokens_per_month is not None:
+        raise InputError(
+            "Tokens per month counts generated tokens, and this workload generates none.",
+            "give the load as --rate (requests per second).",
+        )
+    longest = wl.input_len + wl.output_len
+    if model.max_positions and longest > model.max_positions:
+        raise InputError(
+            f"{model.id} takes at most {model.max_positions} positions; input + output is {longest}.",
+            "shorten --input-len/--output-len.",
+        )
+
+
+def check_layout(targets: Sequence[Target], tp_options: Sequence[Sequence[int]], pp: int, count: int) -> None:
+    """A fixed tp x pp must fit on the units the deployment has."""
+    for t, options in zip(targets, tp_options, strict=True):
+        units = t.units_per_instance * count
+        if all(o * pp > units for o in options):
+            unit = "NeuronCores" if t.is_neuron else "GPUs"
+            raise InputError(
+                f"tp x pp = {min(options)} x {pp} needs more than the {units} {unit} of {count} x {t.instance.id}.",
+                "lower --pp or --tp, or add instances (INSTANCExCOUNT).",
+            )
 
 
 def tp_choices(model: ModelSpec, targets: Sequence[Target], tp: int | None) -> list[list[int]]:

@@ -17,7 +17,7 @@ from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.precision import precision
 from silica.plan.grid import make_grid
 from silica.plan.inference_search import _band, _price
-from silica.plan.targets import Target, tp_choices
+from silica.plan.targets import Target, check_layout, tp_choices
 from silica.results import Estimate
 from silica.workload import TrainingWorkload
 
@@ -76,6 +76,8 @@ def search_training(
     pp: int | None = None,
 ) -> list[Estimate]:
     tp_options = tp_choices(model, targets, tp)
+    if pp is not None and count is not None:
+        check_layout(targets, tp_options, pp, count)
     counts = [count] if count is not None else list(INSTANCE_COUNTS)
     grid = make_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
     stages = grid.batch  # the grid's last axis carries pp here
@@ -103,7 +105,8 @@ def search_training(
     chips = cnt * np.asarray([t.instance.chips for t in targets], dtype=np.float64)[inst]
     with np.errstate(all="ignore"):
         days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / 86400.0
-    deadline = wl.deadline_days or DEFAULT_DEADLINE_DAYS
+    # A fixed deployment is reported however long it takes; a search needs a horizon.
+    deadline = wl.deadline_days or (DEFAULT_DEADLINE_DAYS if count is None else np.inf)
     on_time = days <= deadline if wl.tokens else np.ones_like(fits)
     instance_hours = days * 24.0 * cnt if wl.tokens else cnt / step.tokens_per_s_per_chip
     ok = fits & on_time & np.isfinite(step.step_s)
@@ -118,8 +121,10 @@ def search_training(
         if good.size == 0:
             results.append(_infeasible(model, wl, target, rows, fits, days, deadline, count))
             continue
-        order = np.lexsort((days[good], instance_hours[good]))
-        j = int(good[order[0]])
+        # Cheapest; within 2% of the cheapest, the fewest instances (then the fastest): with ideal
+        # data parallelism a bigger cluster costs the same, and a smaller one is easier to get.
+        near = good[instance_hours[good] <= 1.02 * instance_hours[good].min()]
+        j = int(near[np.lexsort((days[near], cnt[near]))[0]])
         results.append(
             _estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity, bool(full[j]))
         )
@@ -194,7 +199,7 @@ def _assumptions(
         f"global batch {wl.batch_sequences} sequences of {wl.seq_len} tokens, micro-batch {wl.micro_batch}",
         f"calibration: {target.calibration_note}",
     ]
-    if wl.tokens and not wl.deadline_days:
+    if wl.tokens and not wl.deadline_days and np.isfinite(deadline):
         notes.append(f"no deadline given: runs longer than {deadline:g} days are not considered")
     if target.price is None:
         notes.append(f"{target.instance.id} has no public price: cost is unknown; see break-even price")

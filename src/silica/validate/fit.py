@@ -108,12 +108,14 @@ def band_table(
         ratios[family]["all"].append(ratio)
     bands: dict[str, dict[str, tuple[float, float]]] = {}
     for family, table in ratios.items():
-        bands[family] = {}
-        for metric, values in table.items():
-            if metric != "all" and len(values) < MIN_ROWS_FOR_BAND:
-                continue
-            arr = np.asarray(values)
-            bands[family][metric] = (float(np.percentile(arr, 10)), float(np.percentile(arr, 90)))
+        # Too few rows say nothing about a spread: such a family (Trainium2, with 2 rows) keeps the
+        # widened band of the family it inherits from.
+        kept = {m: v for m, v in table.items() if len(v) >= MIN_ROWS_FOR_BAND}
+        if kept:
+            bands[family] = {
+                m: (float(np.percentile(np.asarray(v), 10)), float(np.percentile(np.asarray(v), 90)))
+                for m, v in kept.items()
+            }
     return bands
 
 
