@@ -151,3 +151,62 @@ def test_help_does_not_import_the_database_layer() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_binary_inventory_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_bytes(b"\x00\x01\x02\xff\xfe binary")
+    result = runner.invoke(app, ["advise", str(path)])
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "is not UTF-8 text" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_infinite_bill_exits_2_instead_of_printing_inf(write_inventory: Callable[[str], Path]) -> None:
+    path = write_inventory(
+        """
+        workloads:
+          - name: w
+            model: llama-3.1-8b
+            task: inference
+            load: {tokens_per_month: 1.0e10, input_len: 512, output_len: 128}
+            current: {instance: p5.48xlarge, count: 1, monthly_usd: .inf}
+        """
+    )
+    result = runner.invoke(app, ["advise", str(path)])
+    assert result.exit_code == 2
+    assert "field workloads.0.current.monthly_usd: Input should be a finite number" in result.stderr
+    assert "$inf" not in result.output and store.history() == []
+
+
+def test_unwritable_report_path_stores_and_writes_nothing(tmp_path: Path) -> None:
+    html, md = tmp_path / "advice.html", tmp_path / "missing" / "advice.md"
+    for args in (
+        ["--html", "/nonexistent/x.html"],
+        ["--html", str(html), "--md", str(md)],
+        ["--html", str(tmp_path)],
+    ):
+        result = runner.invoke(app, ["advise", str(EXAMPLE), *args])
+        assert result.exit_code == 2, result.output
+        assert len(result.stderr.strip().splitlines()) == 1 and "Cannot write" in result.stderr
+        assert "Traceback" not in result.output
+        assert store.history() == []
+        assert not html.exists() and not Path("/nonexistent/x.html").exists()
+    claims = runner.invoke(app, ["claims", "--md", str(md)])
+    assert claims.exit_code == 2 and store.history() == []
+
+
+def test_reports_are_written_atomically_over_an_old_file(tmp_path: Path) -> None:
+    html = tmp_path / "advice.html"
+    html.write_text("old report")
+    result = runner.invoke(app, ["advise", str(EXAMPLE), "--no-store", "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert "<svg" in html.read_text()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []  # no temporary file left
+
+
+def test_same_file_for_both_reports_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "report.txt"
+    result = runner.invoke(app, ["advise", str(EXAMPLE), "--html", str(out), "--md", str(out)])
+    assert result.exit_code == 2 and "both name" in result.stderr
+    assert not out.exists() and store.history() == []

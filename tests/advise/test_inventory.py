@@ -53,7 +53,7 @@ def test_the_issue_example_loads(write_inventory: Callable[[str], Path]) -> None
         (
             "input_len: 1024",
             "input_len: 1024, requests_per_s: 1000",
-            r"line 6, field workloads\.0\.load: The request rate .* contradicts tokens per month",
+            r"line 6, field workloads\.0\.load: The request rate .* contradicts load\.tokens_per_month",
         ),
         (
             "count: 2}",
@@ -137,3 +137,84 @@ def test_empty_and_non_mapping_files(write_inventory: Callable[[str], Path]) -> 
         load_inventory(write_inventory("- just\n- a list\n"))
     with pytest.raises(DataFileError, match="workloads: missing"):
         load_inventory(write_inventory("team: {engineer_usd_per_week: 1}\n", name="e.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("content", "phrase"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "is not UTF-8 text"),
+        (b"workloads:\n  - name: \x00x\n", "is not a YAML text file"),
+        (b"workloads: !!python/object:os.system x\n", "line 1: cannot read this value"),
+        (b"team: {engineer_usd_per_week: !!int abc}\n", "line 1: cannot read this value"),
+    ],
+)
+def test_unreadable_bytes_and_tags_are_a_data_file_error(tmp_path: Path, content: bytes, phrase: str) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_bytes(content)
+    with pytest.raises(DataFileError, match=phrase) as info:
+        load_inventory(path)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where"),
+    [
+        ("count: 2}", "count: 2, monthly_usd: .inf}", r"line 8, field workloads\.0\.current\.monthly_usd"),
+        ("count: 2}", "count: 2, usd_per_hour: .nan}", r"line 8, field workloads\.0\.current\.usd_per_hour"),
+        ("{tokens_per_month: 5.0e10,", "{tokens_per_month: .inf,", r"workloads\.0\.load\.tokens_per_month"),
+        ("ttft_ms: 1000", "ttft_ms: .inf", r"workloads\.0\.slo\.ttft_ms"),
+        ("deadline_days: 60", "deadline_days: .inf", r"workloads\.1\.load\.deadline_days"),
+        ("{engineer_usd_per_week: 5000}", "{engineer_usd_per_week: .inf}", r"team\.engineer_usd_per_week"),
+    ],
+)
+def test_non_finite_numbers_are_refused(
+    write_inventory: Callable[[str], Path], old: str, new: str, where: str
+) -> None:
+    assert old in GOOD
+    with pytest.raises(DataFileError, match=where + r": Input should be a finite number"):
+        load_inventory(write_inventory(GOOD.replace(old, new, 1)))
+
+
+def test_contradiction_fix_names_the_yaml_fields_and_output_tokens(
+    write_inventory: Callable[[str], Path],
+) -> None:
+    path = write_inventory(GOOD.replace("input_len: 1024", "input_len: 1024, requests_per_s: 1000", 1))
+    with pytest.raises(DataFileError) as info:
+        load_inventory(path)
+    err = info.value
+    assert err.fix is not None
+    assert "load.requests_per_s" in err.fix and "load.tokens_per_month" in err.fix
+    assert "OUTPUT tokens" in err.fix
+    assert "--rate" not in str(err) and "--tokens-per-month" not in str(err)
+    missing = write_inventory(GOOD.replace("{tokens_per_month: 5.0e10, ", "{"), "missing.yaml")
+    with pytest.raises(DataFileError, match=r"tokens_per_month \(output tokens a month\) or requests_per_s"):
+        load_inventory(missing)
+
+
+def test_binary_or_non_finite_scan_file_is_a_data_file_error(
+    write_inventory: Callable[[str], Path], tmp_path: Path
+) -> None:
+    path = write_inventory(GOOD.replace("count: 64}", "count: 64}\n    constraints: {scan: scan.json}"))
+    (tmp_path / "scan.json").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(DataFileError, match=r"constraints\.scan: Scan file .* is not UTF-8 text"):
+        load_inventory(path)
+    (tmp_path / "scan.json").write_text(
+        '{"target_verdicts": {"inferentia2": "ready"}, "effort_weeks": Infinity, "targets": []}'
+    )
+    with pytest.raises(DataFileError, match="Infinity is not a number JSON allows"):
+        load_inventory(path)
+    (tmp_path / "scan.json").write_text(
+        '{"target_verdicts": {"inferentia2": "ready"}, "effort_weeks": 1, "targets": [], "ops": 3}'
+    )
+    assert load_inventory(path).workloads[1].constraints.scan is not None
+
+
+def test_binary_prices_file_is_a_data_file_error(
+    write_inventory: Callable[[str], Path], tmp_path: Path
+) -> None:
+    (tmp_path / "prices.csv").write_bytes(b"\xff\xfe\x00\x01binary")
+    path = write_inventory("pricing: {prices: prices.csv}\n" + GOOD.lstrip("\n"))
+    with pytest.raises(
+        DataFileError, match=r"line 1, field pricing\.prices: .*prices\.csv is not UTF-8 text"
+    ):
+        load_inventory(path)

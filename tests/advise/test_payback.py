@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from silica.advise.costing import HOURS_PER_MONTH, Candidate, current_cost
 from silica.advise.decide import decide
 from silica.advise.inventory import Constraints, Current, WorkloadSpec
 from silica.advise.rules import load_rules
+from silica.advise.scanfile import ScanSummary
 from silica.models import load_model
 from silica.results import Estimate
 from silica.workload import SECONDS_PER_MONTH, InferenceWorkload, TrainingWorkload
@@ -127,6 +129,86 @@ def test_same_instance_type_resized_is_stay() -> None:
     d = decide(spec, [p5], current, rules, RATE, utilisation=1.0)
     assert d.verdict == "stay"
     assert "resized to 1 instances" in d.reasons[0]
+    # Resizing today's instance type is no migration: zero weeks, so it pays back at once.
+    o = d.options[0]
+    assert o.migration_weeks == 0.0 and o.migration_usd == 0.0 and o.payback_months == 0.0
+
+
+def test_savings_below_half_a_percent_are_no_savings() -> None:
+    rules = load_rules()
+    spec = _inference_spec(tok_s=10_000, current_price=50.0, count=2)
+    current = current_cost(spec, None, rules)  # $73,000 a month
+    # One g6e instance at a price that saves 0.3% of today's bill.
+    price = 73_000 * 0.997 / HOURS_PER_MONTH
+    g6e = Candidate(
+        _estimate("g6e.48xlarge", "l40s", "nvidia", output_tokens_per_s=20_000.0),
+        "nvidia",
+        price,
+        10_000,
+        None,
+    )
+    for r in (rules, rules.with_overrides({"min_savings_fraction": 0.0}, "test")):
+        d = decide(spec, [g6e], current, r, RATE, utilisation=1.0)
+        o = d.options[0]
+        assert o.monthly_savings_usd == pytest.approx(73_000 * 0.003)
+        assert o.payback_months is None  # no saving, so no payback figure
+        assert o.status == "excluded" and any("[savings-too-small]" in x for x in o.reasons)
+        assert d.verdict == "stay" and d.proposed is None
+        assert not any("paying back" in x for x in d.reasons)
+    # Just above the threshold, a saving has a payback period again.
+    g6e_cheaper = replace(g6e, usd_per_hour=73_000 * 0.99 / HOURS_PER_MONTH)
+    o = decide(spec, [g6e_cheaper], current, rules, RATE, utilisation=1.0).options[0]
+    assert o.payback_months == pytest.approx(0.5 * RATE / (73_000 * 0.01))
+
+
+def test_today_short_of_the_load_is_said_first_and_stay_is_not_presented_as_safe() -> None:
+    rules = load_rules()
+    spec = _inference_spec(tok_s=10_000, current_price=50.0, count=1)
+    current = current_cost(spec, None, rules)
+    # One p5 replica peaks at 4,000 output tokens/s: today's single instance carries 40% of the load.
+    p5 = Candidate(
+        _estimate("p5.48xlarge", "h100", "nvidia", output_tokens_per_s=4_000.0), "nvidia", 50.0, 10_000, None
+    )
+    d = decide(spec, [p5], current, rules, RATE, utilisation=1.0)
+    assert d.verdict == "stay"
+    assert d.reasons[0].startswith("warning:") and "[current-short]" in d.reasons[0]
+    assert "carries 40% of the stated load (3 instances needed)" in d.reasons[0]
+    # A deployment the model finds infeasible is said to be so, whatever the verdict.
+    broken = replace(p5, estimate=replace(p5.estimate, feasible=False, reasons=("weights do not fit.",)))
+    inf2 = Candidate(
+        _estimate("inf2.xlarge", "inferentia2", "aws", output_tokens_per_s=1000.0),
+        "inferentia",
+        1.0,
+        10_000,
+        None,
+    )
+    moved = decide(spec, [broken, inf2], current, rules, RATE, utilisation=0.5)
+    assert moved.verdict == "inferentia"
+    assert any("cannot run this workload (weights do not fit)" in r for r in moved.reasons)
+    # Enough instances today: no warning.
+    three = replace(spec, current=replace(spec.current, count=3))
+    fine = decide(three, [p5], current_cost(three, None, rules), rules, RATE)
+    assert not any("[current-short]" in r for r in fine.reasons)
+
+
+def test_inferentia_fit_note_only_for_standard_architectures() -> None:
+    rules = load_rules()
+    spec = _inference_spec(tok_s=10_000, current_price=50.0, count=2)
+    current = current_cost(spec, None, rules)
+    inf2 = Candidate(
+        _estimate("inf2.xlarge", "inferentia2", "aws", output_tokens_per_s=1000.0),
+        "inferentia",
+        1.0,
+        10_000,
+        None,
+    )
+    standard = decide(spec, [inf2], current, rules, RATE, utilisation=0.5)
+    assert standard.verdict == "inferentia" and any("[inferentia-fit]" in r for r in standard.reasons)
+    narrow = rules.with_overrides({"standard_architectures": ["bert"]}, "test")
+    scan = ScanSummary(Path("s.json"), {"inferentia2": "ready"}, 1.0, {}, (), {})
+    spec_scanned = replace(spec, constraints=Constraints(False, False, scan))
+    other = decide(spec_scanned, [inf2], current, narrow, RATE, utilisation=0.5)
+    assert other.verdict == "inferentia" and not any("[inferentia-fit]" in r for r in other.reasons)
 
 
 def test_training_costs_compare_equal_work() -> None:

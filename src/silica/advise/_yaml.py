@@ -51,6 +51,11 @@ def load_located(path: Path) -> Located:
         raise DataFileError(
             f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
         ) from err
+    except UnicodeDecodeError as err:
+        raise DataFileError(
+            f"{path} is not UTF-8 text (byte {err.start}: {err.reason}).",
+            "give a YAML text file saved as UTF-8.",
+        ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as err:
@@ -58,6 +63,10 @@ def load_located(path: Path) -> Located:
         line = mark.line + 1 if mark is not None else 1
         raise DataFileError(
             f"{path}, line {line}: not valid YAML ({err.problem}).", "fix the indentation or quoting there."
+        ) from None
+    except yaml.YAMLError as err:  # the reader: control characters, NUL bytes
+        raise DataFileError(
+            f"{path} is not a YAML text file ({_first_line(err)}).", "give a YAML text file saved as UTF-8."
         ) from None
     lines: dict[Path_, int] = {}
     if node is None:
@@ -82,7 +91,7 @@ def _convert(
                     f"{path}, line {key_node.start_mark.line + 1}: YAML merge keys (<<) are not supported.",
                     "write the fields out in full.",
                 )
-            key = loader.construct_object(key_node, deep=True)
+            key = _scalar(key_node, loader, path)
             here = (*where, str(key))
             if str(key) in out:
                 raise DataFileError(
@@ -100,4 +109,21 @@ def _convert(
             lines[here] = item.start_mark.line + 1
             items.append(_convert(item, here, lines, loader, path))
         return items
-    return loader.construct_object(node, deep=True)
+    return _scalar(node, loader, path)
+
+
+def _scalar(node: yaml.Node, loader: yaml.SafeLoader, path: Path) -> Any:
+    """One value by the safe loader's rules; a tag it refuses or a malformed value names its line."""
+    try:
+        return loader.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as err:
+        problem = getattr(err, "problem", None) or _first_line(err)
+        raise DataFileError(
+            f"{path}, line {node.start_mark.line + 1}: cannot read this value ({problem}).",
+            "write a plain number, text, list or mapping (no YAML tags).",
+        ) from None
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0].rstrip(".:") if text else type(err).__name__

@@ -115,10 +115,15 @@ def advise_workload(spec: WorkloadSpec, inv: Inventory, rules: Rules, rate: floa
     assumptions.append(f"{knob} {rules[knob]:g}: proposed fleets are sized for it")
     seen = set()
     for cand in cands:
-        if cand.group not in seen:
+        if cand.group not in seen and cand.estimate.instance != spec.current.instance:
             seen.add(cand.group)
             assumptions.append(f"migration to {cand.group}: {migration_weeks(spec, cand, rules)[1]}")
-    if now is not None and not now.feasible:
+    if spec.current.instance is not None:
+        assumptions.append(f"resizing today's {spec.current.instance} fleet: 0 engineer-weeks (no migration)")
+    scan = spec.constraints.scan
+    if scan is not None and scan.failed is not None:
+        assumptions.append(f"scan {scan.name} failed ({scan.failed}): its verdicts and effort are not used")
+    if now is not None and not now.feasible and spec.task == "training":
         assumptions.append(f"the model finds today's deployment infeasible: {'; '.join(now.reasons)}")
     return WorkloadAdvice(
         name=spec.name,

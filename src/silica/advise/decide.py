@@ -13,6 +13,7 @@ from silica.advise.costing import Candidate
 from silica.advise.inventory import WorkloadSpec
 from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option, Status, Verdict
 from silica.advise.rules import Rules
+from silica.advise.scanfile import ScanSummary
 
 __all__ = ["IMPLEMENTED_RULES", "Decision", "decide", "migration_weeks"]
 
@@ -23,6 +24,7 @@ IMPLEMENTED_RULES = frozenset(
         "cuda-only-deps",
         "multi-cloud",
         "scan-blocked",
+        "scan-failed",
         "scan-uncovered",
         "nonstandard-architecture",
         "inferentia-is-for-inference",
@@ -34,6 +36,7 @@ IMPLEMENTED_RULES = frozenset(
         "trainium-scale",
         "inferentia-fit",
         "gpu-fallback",
+        "current-short",
     }
 )
 
@@ -52,6 +55,12 @@ def _tag(rules: Rules, rule_id: str, text: str | None = None) -> str:
     return f"{text or rules.rule(rule_id).says} [{rule_id}]"
 
 
+def _scan(spec: WorkloadSpec) -> ScanSummary | None:
+    """The workload's scan when it is an estimate of the model; a scan that failed is not one."""
+    scan = spec.constraints.scan
+    return scan if scan is not None and scan.failed is None else None
+
+
 def family_disqualifiers(spec: WorkloadSpec, rules: Rules) -> dict[Group, list[str]]:
     """Reasons that rule a whole family out for this workload, whatever its price."""
     out: dict[Group, list[str]] = {g: [] for g in GROUPS}
@@ -61,7 +70,13 @@ def family_disqualifiers(spec: WorkloadSpec, rules: Rules) -> dict[Group, list[s
             out[group].append(_tag(rules, "cuda-only-deps"))
         if c.multi_cloud:
             out[group].append(_tag(rules, "multi-cloud"))
-        if c.scan is None and spec.model.model_type not in rules.standard_architectures:
+        if c.scan is not None and c.scan.failed is not None:
+            text = (
+                f"the scan {c.scan.name} failed ({c.scan.failed}), so its verdicts and effort describe the "
+                "failure, not the model; make `silica scan` succeed and give its output again"
+            )
+            out[group].append(_tag(rules, "scan-failed", text))
+        elif c.scan is None and spec.model.model_type not in rules.standard_architectures:
             text = (
                 f"{spec.model.model_type!r} is not a standard Neuron architecture and no scan was given; "
                 "run `silica scan` and add `constraints: {scan: FILE}`"
@@ -73,11 +88,16 @@ def family_disqualifiers(spec: WorkloadSpec, rules: Rules) -> dict[Group, list[s
 
 
 def migration_weeks(spec: WorkloadSpec, cand: Candidate, rules: Rules) -> tuple[float, str]:
-    """Engineer-weeks to move this workload to `cand`: from the scan when it covers the chip, else defaults."""
+    """Engineer-weeks to move this workload to `cand`: from the scan when it covers the chip, else defaults.
+
+    Today's instance type, resized, is no migration: zero weeks.
+    """
+    if spec.current.instance is not None and cand.estimate.instance == spec.current.instance:
+        return 0.0, f"resizing today's {spec.current.instance} fleet is no migration: 0 weeks"
     floor = rules[f"migration_weeks_{spec.task}_nvidia"]
     if cand.group == "nvidia":
         return floor, f"default migration_weeks_{spec.task}_nvidia"
-    scan = spec.constraints.scan
+    scan = _scan(spec)
     if scan is not None and scan.verdict(cand.estimate.chip) is not None:
         weeks = max(scan.effort(cand.estimate.chip), floor)
         return weeks, f"scan {scan.path.name}: {scan.verdict(cand.estimate.chip)}, {weeks:g} weeks"
@@ -103,7 +123,7 @@ def _option(
     migration_usd = weeks * rate
     disq = list(disqualified)
     notes: list[str] = []
-    scan = spec.constraints.scan
+    scan = _scan(spec)
     neuron = cand.group in NEURON
     if neuron and scan is not None and scan.verdict(e.chip) == "blocked":
         disq.append(_tag(rules, "scan-blocked", f"the scan says {e.chip} is blocked"))
@@ -160,9 +180,20 @@ def _option(
     monthly = cand.usd_per_hour * price_factor * hours + extra
     savings = current.monthly_usd - monthly
     fraction = savings / current.monthly_usd
-    payback = migration_usd / savings if savings > 0 else None
+    # A saving within rounding of today's bill is no saving: it has no payback period.
+    negligible = fraction < rules["negligible_savings_fraction"]
+    payback = None if negligible else migration_usd / savings
     status = "disqualified" if disq else "eligible"
-    if status == "eligible" and fraction < rules["min_savings_fraction"]:
+    if status == "eligible" and negligible:
+        status = "excluded"
+        text = (
+            f"costs {-fraction:.0%} more than today"
+            if fraction < 0
+            else f"saves {fraction:.1%}, below negligible_savings_fraction "
+            f"{rules['negligible_savings_fraction']:.1%}: no saving"
+        )
+        notes.append(_tag(rules, "savings-too-small", text))
+    elif status == "eligible" and fraction < rules["min_savings_fraction"]:
         status = "excluded"
         text = f"saves {fraction:.0%}, below min_savings_fraction {rules['min_savings_fraction']:.0%}"
         notes.append(_tag(rules, "savings-too-small", text))
@@ -197,7 +228,8 @@ def decide(
     alternative = max(priced, key=lambda o: o.monthly_savings_usd or 0.0, default=None)
     eligible = [o for o in options if o.status == "eligible"]
     chosen = max(eligible, key=lambda o: o.monthly_savings_usd or 0.0, default=None)
-    reasons: list[str] = []
+    # When the model says today's deployment cannot carry the load, "stay" is not safe: say so first.
+    reasons: list[str] = _short_today(spec, current, cands, rules)
     if spec.task == "inference" and current.monthly_usd < rules["small_spend_usd_per_month"]:
         text = (
             f"inference spend ${current.monthly_usd:,.0f}/month is below small_spend_usd_per_month "
@@ -211,20 +243,60 @@ def decide(
             "stay", (*reasons, *_why_not(alternative), *_ruled_out(groups)), None, alternative, best, options
         )
     if chosen.instance == current.instance:
+        verb = "saves" if (chosen.monthly_savings_usd or 0.0) >= 0 else "costs"
         reasons.append(
             f"the cheapest qualifying option is the current type, resized to {chosen.instances} instances "
-            f"(saves ${chosen.monthly_savings_usd:,.0f}/month)"
+            f"({verb} ${abs(chosen.monthly_savings_usd or 0.0):,.0f}/month)"
         )
         return Decision("stay", tuple(reasons), None, alternative, best, options)
-    reasons.append(
+    warning = reasons
+    reasons = [
         f"{_today(current)} -> {chosen.instances} x {chosen.instance} saves "
         f"${chosen.monthly_savings_usd:,.0f}/month ({chosen.savings_fraction:.0%}), "
         f"pays back {chosen.migration_weeks:g} engineer-week{'' if chosen.migration_weeks == 1 else 's'} "
         f"in {chosen.payback_months:.1f} months"
-    )
+    ]
+    reasons.extend(warning)
     reasons.extend(_notes(spec, chosen, current, rules))
     reasons.extend(_ruled_out(groups))
     return Decision(chosen.group, tuple(reasons), chosen, alternative, best, options)
+
+
+def _short_today(spec: WorkloadSpec, current: CurrentCost, cands: list[Candidate], rules: Rules) -> list[str]:
+    """A warning when the model finds that today's deployment cannot run or carry the stated load.
+
+    Inference is judged like every proposal: today's instance type at its best layout (`compare`), as
+    many replicas as today's count holds, at the model's peak throughput. Training, and an instance type
+    the comparison does not cover, use the estimate of today's deployment as it is.
+    """
+    if current.instance is None:
+        return []
+    today = _today(current)
+    tail = "; staying as is is not a safe choice until that is checked against production"
+    same = next((c for c in cands if c.estimate.instance == current.instance), None)
+    e = same.estimate if same is not None and spec.task == "inference" else current.estimate
+    if e is None:
+        return []
+    if not e.feasible:
+        why = (e.reasons[0] if e.reasons else "no layout fits").rstrip(".")
+        return [
+            _tag(
+                rules,
+                "current-short",
+                f"warning: the model finds that {today} cannot run this workload ({why}){tail}",
+            )
+        ]
+    if same is None or spec.task != "inference" or not same.need_tok_s or not e.output_tokens_per_s:
+        return []
+    capacity = current.count // e.count * e.output_tokens_per_s
+    if capacity >= same.need_tok_s * (1 - 1e-9):
+        return []
+    needed = same.instances(1.0)
+    text = (
+        f"warning: at the model's peak throughput {today} carries {capacity / same.need_tok_s:.0%} of the "
+        f"stated load ({needed} instances needed){tail}"
+    )
+    return [_tag(rules, "current-short", text)]
 
 
 def _ruled_out(groups: dict[Group, list[str]]) -> list[str]:
@@ -261,8 +333,14 @@ def _notes(spec: WorkloadSpec, chosen: Option, current: CurrentCost, rules: Rule
             notes.append(
                 _tag(rules, "trainium-scale", f"transformer training at {chips} chips fits Trainium")
             )
-    if chosen.group == "inferentia":
+    if chosen.group == "inferentia" and spec.model.model_type in rules.standard_architectures:
         notes.append(_tag(rules, "inferentia-fit"))
+    scan = _scan(spec)
+    if chosen.group in NEURON and scan is not None:
+        notes.append(
+            f"the scan {scan.name} says {chosen.chip} is {scan.verdict(chosen.chip)}: "
+            f"{chosen.migration_weeks:g} engineer-weeks to port"
+        )
     if chosen.group in NEURON:
         notes.append(
             "keep the current NVIDIA deployment as the fallback until the Neuron one has served real load"

@@ -2,11 +2,17 @@
 
 Every error names the file, the line and the field, and says how to fix it: a typo in line 40 of a
 60-workload inventory should not cost the user a search. Checking is complete before anything is
-computed or stored, so a bad inventory leaves nothing behind.
+computed or stored, so a bad inventory leaves nothing behind. Numbers must be finite (`.inf` and `.nan`
+are refused).
+
+An inference load is `requests_per_s` or `tokens_per_month`, and `tokens_per_month` counts OUTPUT
+(generated) tokens only: requests_per_s x output_len x 2,628,000 seconds a month. Prompt tokens are
+described by `input_len` and are not part of it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +34,7 @@ Task = Literal["inference", "training"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class _Team(_Strict):
@@ -44,7 +50,7 @@ class _Pricing(_Strict):
 class _InferenceLoad(_Strict):
     input_len: int = Field(gt=0)
     output_len: int = Field(ge=0)
-    tokens_per_month: float | None = Field(default=None, gt=0)
+    tokens_per_month: float | None = Field(default=None, gt=0)  # OUTPUT tokens a month
     requests_per_s: float | None = Field(default=None, gt=0)
     dtype: Dtype = "bf16"
     weight_dtype: Dtype | None = None
@@ -213,6 +219,12 @@ def _catalog(doc: Located, pricing: _Pricing) -> Catalog:
         return load_catalog(prices_path=prices)
     except SilicaError as err:
         raise doc.error(("pricing", "prices"), err.problem, err.fix or "check the prices file.") from None
+    except UnicodeDecodeError as err:  # the catalog reader lets a binary file through
+        raise doc.error(
+            ("pricing", "prices"),
+            f"{prices} is not UTF-8 text (byte {err.start}).",
+            "give a CSV or YAML prices file saved as UTF-8.",
+        ) from None
 
 
 def _workload(
@@ -252,7 +264,11 @@ def _load(
         if raw.task == "inference":
             load = _validate(doc, at, raw.load, _InferenceLoad)
             if load.tokens_per_month is None and load.requests_per_s is None:
-                raise doc.error(at, "an inference load needs tokens_per_month or requests_per_s.", _EXAMPLE)
+                raise doc.error(
+                    at,
+                    "an inference load needs tokens_per_month (output tokens a month) or requests_per_s.",
+                    f"add one of them; {_EXAMPLE}",
+                )
             return (
                 InferenceWorkload(
                     input_len=load.input_len,
@@ -282,7 +298,36 @@ def _load(
     except SilicaError as err:
         if str(doc.path) in err.problem:
             raise
-        raise doc.error(at, err.problem, err.fix or _EXAMPLE) from None
+        problem, fix = _in_yaml_terms(err.problem), _in_yaml_terms(err.fix or _EXAMPLE)
+        if "contradicts" in err.problem and "tokens per month" in err.problem:
+            fix = (
+                "give only one of load.requests_per_s and load.tokens_per_month; tokens_per_month counts "
+                "OUTPUT tokens (requests_per_s x output_len x 2,628,000 s a month), not prompt tokens."
+            )
+        raise doc.error(at, problem, fix) from None
+
+
+# The workload library speaks in command-line flags; an inventory names its YAML fields instead.
+_FLAG_FIELDS = {
+    "--rate": "load.requests_per_s",
+    "--tokens-per-month": "load.tokens_per_month",
+    "--input-len": "load.input_len",
+    "--output-len": "load.output_len",
+    "--ttft-slo-ms": "slo.ttft_ms",
+    "--tpot-slo-ms": "slo.tpot_ms",
+    "--seq-len": "load.seq_len",
+    "--tokens": "load.tokens",
+    "--global-batch": "load.global_batch",
+    "--deadline-days": "load.deadline_days",
+    "--dtype": "load.dtype",
+}
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+
+
+def _in_yaml_terms(text: str) -> str:
+    """The library's message with its command-line flags replaced by the inventory's field names."""
+    out = _FLAG.sub(lambda m: _FLAG_FIELDS.get(m.group(0), m.group(0)), text)
+    return out.replace("contradicts tokens per month", "contradicts load.tokens_per_month")
 
 
 def _current(doc: Located, at: Path_, raw: _Current, catalog: Catalog, pricing: _Pricing) -> Current:

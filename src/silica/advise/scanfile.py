@@ -3,14 +3,20 @@
 The advisor only needs the verdict per Neuron target, the effort in weeks and which operators are not
 supported (those keep a GPU fallback). Reading the file format, not the module, keeps the advisor
 working where the scan extra (torch, transformers) is not installed.
+
+A model scan that failed (the factory raised, transformers rejected the config or does not know the
+architecture, the model could not be built or traced) still prints verdicts, but they describe the
+failure, not the model: `ScanSummary.failed` says so, and the advisor does not read such a scan as a
+migration estimate.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from silica.errors import DataFileError
 
@@ -18,6 +24,9 @@ __all__ = ["SCAN_TARGETS", "ScanSummary", "read_scan"]
 
 SCAN_TARGETS = ("inferentia2", "trainium1", "trainium2", "trainium3")
 _VERDICTS = ("ready", "needs-work", "blocked")
+# `silica scan` reports a model it could not build or trace with this finding title (scan/model_scan.py)
+# and traces nothing: method "none".
+_FAILED_TITLE = "model could not be scanned"
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,11 @@ class ScanSummary:
     target_effort_weeks: dict[str, float]  # per target where the scan gives it
     unsupported_ops: tuple[str, ...]  # ops the scan marks unsupported: they run on a GPU fallback
     raw: dict[str, Any] = field(repr=False)
+    failed: str | None = None  # why the scan is not an estimate of the model (it failed); None when it ran
+
+    @property
+    def name(self) -> str:
+        return self.path.name
 
     def verdict(self, chip: str) -> str | None:
         """The scan's verdict for a catalog chip id (the scan's targets are chip ids)."""
@@ -43,19 +57,24 @@ class ScanSummary:
             "effort_weeks": self.effort_weeks,
             "target_effort_weeks": dict(self.target_effort_weeks),
             "unsupported_ops": list(self.unsupported_ops),
+            "failed": self.failed,
         }
 
 
 def read_scan(path: Path) -> ScanSummary:
     fix = "point `scan:` at the output of `silica scan ... --json`."
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
     except OSError as err:
         raise DataFileError(f"Cannot read scan file {path}: {err.strerror}.", fix) from None
+    except UnicodeDecodeError as err:
+        raise DataFileError(f"Scan file {path} is not UTF-8 text (byte {err.start}).", fix) from None
     except json.JSONDecodeError as err:
         raise DataFileError(
             f"Scan file {path}, line {err.lineno}: not valid JSON ({err.msg}).", fix
         ) from None
+    except ValueError as err:  # NaN or Infinity, which JSON does not have
+        raise DataFileError(f"Scan file {path}: {err}.", fix) from None
     if not isinstance(data, dict):
         raise DataFileError(f"Scan file {path} is not a JSON object.", fix)
     verdicts = data.get("target_verdicts")
@@ -68,16 +87,18 @@ def read_scan(path: Path) -> ScanSummary:
                 f"targets are {', '.join(SCAN_TARGETS)}; verdicts are {', '.join(_VERDICTS)}.",
             )
     effort = data.get("effort_weeks")
-    if not isinstance(effort, int | float) or isinstance(effort, bool) or effort < 0:
+    if not _weeks(effort):
         raise DataFileError(f"Scan file {path}: effort_weeks must be a number of weeks >= 0.", fix)
     per_target: dict[str, float] = {}
-    for target, detail in (data.get("targets") or {}).items():
+    targets = data.get("targets")
+    for target, detail in (targets if isinstance(targets, dict) else {}).items():
         weeks = detail.get("effort_weeks") if isinstance(detail, dict) else None
-        if isinstance(weeks, int | float) and not isinstance(weeks, bool) and weeks >= 0:
+        if _weeks(weeks):
             per_target[str(target)] = float(weeks)
+    ops = data.get("ops")
     unsupported = tuple(
         str(op.get("op"))
-        for op in data.get("ops") or []
+        for op in (ops if isinstance(ops, list) else [])
         if isinstance(op, dict) and op.get("status") == "unsupported"
     )
     return ScanSummary(
@@ -87,4 +108,32 @@ def read_scan(path: Path) -> ScanSummary:
         target_effort_weeks=per_target,
         unsupported_ops=unsupported,
         raw=data,
+        failed=_failure(data),
     )
+
+
+def _weeks(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _failure(data: dict[str, Any]) -> str | None:
+    """Why a model scan did not scan the model, from its failure findings; None when it ran."""
+    findings = data.get("findings")
+    failures = [
+        f
+        for f in (findings if isinstance(findings, list) else [])
+        if isinstance(f, dict) and f.get("title") == _FAILED_TITLE
+    ]
+    if failures:
+        first = failures[0]
+        message = str(first.get("message", "no message"))
+        if len(message) > 160:
+            message = message[:159] + "…"
+        return f"{first.get('rule', 'scan-failure')}: {message}"
+    if data.get("kind", "model") == "model" and data.get("method") == "none":
+        return "nothing was traced (method none)"
+    return None

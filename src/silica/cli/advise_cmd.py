@@ -1,13 +1,19 @@
 """`silica advise`, `silica claims` and `silica history`: thin wrappers over `silica.advise`,
 `silica.report` and `silica.store`.
 
-Results are computed in full before anything is written: a bad inventory or a failing database leaves
-no report file and no partial record behind. Heavy imports stay inside the commands (`silica --help`).
+Nothing is left half-done: results are computed and every report is rendered, and every output path is
+checked (its folder exists and is writable), before anything is stored; then the records are stored in
+one transaction; then each report is written to a temporary file in its folder and renamed into place.
+A bad inventory, a bad output path or a failing database leaves no report file and no record behind.
+Heavy imports stay inside the commands (`silica --help`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,9 +47,10 @@ def register(app: typer.Typer) -> None:
 
         inv = load_inventory(inventory)
         result = run(inv, settings=parse_settings(settings or []))
+        reports = _render(result, html, md, "advice")
         if not no_store:
             _store(_advice_records(inv, result))
-        _write(result, html, md, "advice")
+        _write(reports)
         if as_json:
             print_json(result)
         else:
@@ -62,9 +69,10 @@ def register(app: typer.Typer) -> None:
         from silica.advise.claims import check_claims
 
         result = check_claims(ids)
+        reports = _render(result, html, md, "claims")
         if not no_store:
             _store([("claim", c.id, c.to_dict()) for c in result.claims])
-        _write(result, html, md, "claims")
+        _write(reports)
         if as_json:
             print_json(result)
         else:
@@ -124,7 +132,8 @@ def _store(records: list[tuple[str, str, dict[str, Any]]]) -> None:
     sys.stderr.write(f"stored {len(ids)} records (#{ids[0]}-#{ids[-1]}) in {store.display_url}\n")
 
 
-def _write(result: Any, html: Path | None, md: Path | None, what: str) -> None:
+def _render(result: Any, html: Path | None, md: Path | None, what: str) -> list[tuple[Path, str]]:
+    """Every requested report as text, each with a checked destination; nothing is written yet."""
     from silica.errors import InputError
     from silica.report import advice_html, advice_markdown, claims_html, claims_markdown
 
@@ -133,17 +142,72 @@ def _write(result: Any, html: Path | None, md: Path | None, what: str) -> None:
         "claims": (claims_html, claims_markdown),
     }
     render = renderers[what]
+    if html is not None and md is not None and _same(html, md):
+        raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
+    out = []
     for path, fn in ((html, render[0]), (md, render[1])):
-        if path is None:
-            continue
-        text = fn(result)
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise InputError(
-                f"Cannot write {path}: {err.strerror}.", "check that the folder exists."
-            ) from None
+        if path is not None:
+            _check_target(path)
+            out.append((path, fn(result)))
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_target(path: Path) -> None:
+    """Refuse, before anything is stored, a report path that cannot be written."""
+    from silica.errors import InputError
+
+    folder = path.parent
+    if path.is_dir():
+        raise InputError(f"Cannot write {path}: it is a folder.", "give a file name, e.g. advice.html.")
+    if not folder.is_dir():
+        raise InputError(
+            f"Cannot write {path}: the folder {folder} does not exist.",
+            "create it first or pick another path.",
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(
+            f"Cannot write {path}: the folder {folder} is not writable.", "pick a folder you can write to."
+        )
+
+
+def _write(reports: list[tuple[Path, str]]) -> None:
+    """Write each report atomically: a temporary file in the same folder, renamed over the target."""
+    for path, text in reports:
+        _write_atomic(path, text)
         sys.stderr.write(f"wrote {path}\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    from silica.errors import InputError
+
+    tmp: str | None = None
+    try:
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mask = os.umask(0)
+            os.umask(mask)
+            mode = 0o666 & ~mask
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as err:
+        raise InputError(
+            f"Cannot write {path}: {err.strerror or err}.", "check the folder and the free space."
+        ) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _money(value: float | None) -> str:
