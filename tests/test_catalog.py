@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from typer.testing import CliRunner
 import silica.catalog as cat
 from silica.catalog import _offer, get_chip, get_instance, load_catalog, price_for
 from silica.catalog.loader import DATA_DIR
-from silica.catalog.schema import Chip, Instance, Price
+from silica.catalog.schema import PURCHASE_OPTIONS, Chip, Instance, Price, PurchaseOption
+from silica.cli._common import plain
 from silica.errors import DataFileError, InputError, UnknownNameError
 
 OFFER = Path(__file__).parent / "data" / "offer_sample.json"
@@ -46,6 +48,9 @@ def test_public_names_are_pinned() -> None:
         "write_prices",
         "get_chip",
         "get_instance",
+        "instance_rows",
+        "chip_rows",
+        "InstanceRow",
     }
 
 
@@ -152,8 +157,17 @@ def test_unpriced_stays_unpriced(catalog: cat.Catalog) -> None:
     assert price_for(catalog, "trn2.48xlarge", "on_demand") is None
     assert price_for(catalog, "trn2.48xlarge") is None  # spot exists but is never the default
     assert price_for(catalog, "u-p6e-gb200x72") is None
-    p5e = price_for(catalog, "p5e.48xlarge")  # Capacity Blocks only
-    assert p5e is not None and p5e.option == "capacity_block"
+    assert price_for(catalog, "p5e.48xlarge") is None  # Capacity Blocks only: never a default
+
+
+def test_default_is_user_then_on_demand_only(catalog: cat.Catalog) -> None:
+    assert cat.prices.DEFAULT_PREFERENCE == ("user", "on_demand")
+    for ident in ("p5e.48xlarge", "trn1.32xlarge", "p4d.24xlarge", "p5.48xlarge"):
+        chosen = price_for(catalog, ident)
+        assert chosen is None or chosen.option == "on_demand", ident
+    cb = price_for(catalog, "p5e.48xlarge", "capacity_block")  # still there when asked for
+    assert cb is not None and (cb.usd_per_hour, cb.region) == (43.26, "us-east-2")
+    assert price_for(catalog, "p5e.48xlarge", region="us-east-2") is None
 
 
 def test_include_announced(catalog: cat.Catalog) -> None:
@@ -211,9 +225,61 @@ def test_price_override_wins() -> None:
         "user",
         "user override",
     )
-    on_demand = price_for(catalog, "p5.48xlarge", "on_demand")
-    assert on_demand is not None and on_demand.usd_per_hour == 55.04  # still there when asked for
+    assert {(p.option, p.usd_per_hour) for p in catalog.prices if p.instance == "p5.48xlarge"} >= {
+        ("on_demand", 55.04),
+        ("user", 40.5),
+    }  # the list price is kept, but the user's applies
     assert price_for(load_catalog(), "trn2.48xlarge") is None  # the cached default is untouched
+
+
+@pytest.mark.parametrize(
+    ("option", "region"),
+    [
+        (None, None),
+        (None, "us-east-1"),
+        ("on_demand", None),
+        ("on_demand", "us-east-1"),
+        ("spot", "us-east-1"),
+        ("capacity_block", None),
+        ("reserved_1yr", "us-east-2"),
+    ],
+)
+def test_user_price_applies_whatever_option_or_region(
+    option: PurchaseOption | None, region: str | None
+) -> None:
+    catalog = load_catalog(overrides=cat.parse_price_overrides(["p5.48xlarge=1"]))
+    p = price_for(catalog, "p5.48xlarge", option, region)
+    assert p is not None and (p.usd_per_hour, p.option, p.region) == (1.0, "user", "user")
+
+
+def test_user_price_from_a_file_applies_whatever_region(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("trn1.32xlarge: 9.5\n")
+    catalog = load_catalog(prices_path=path)
+    p = price_for(catalog, "trn1.32xlarge", "on_demand", "ap-southeast-4")
+    assert p is not None and (p.usd_per_hour, p.option) == (9.5, "user")
+
+
+@pytest.mark.parametrize("option", ["ondemand", "reserved", "", "USER"])
+def test_unknown_option_is_an_error(catalog: cat.Catalog, option: str) -> None:
+    with pytest.raises(InputError) as err:
+        price_for(catalog, "p5.48xlarge", option)  # type: ignore[arg-type]
+    assert err.value.fix is not None
+    assert all(valid in err.value.fix for valid in PURCHASE_OPTIONS), err.value.fix
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", "us-east1", "", "US-EAST-1"])
+def test_region_without_prices_is_an_error(catalog: cat.Catalog, region: str) -> None:
+    with pytest.raises(InputError) as err:
+        price_for(catalog, "p5.48xlarge", "on_demand", region)
+    assert err.value.fix is not None
+    for valid in ("us-east-1", "us-east-2", "us-west-2", "ap-southeast-4"):
+        assert valid in err.value.fix, err.value.fix
+    assert "\n" not in str(err.value)
+
+
+def test_region_with_prices_but_not_for_this_instance_is_unpriced(catalog: cat.Catalog) -> None:
+    assert price_for(catalog, "p5.48xlarge", "on_demand", "us-west-2") is None
 
 
 def test_user_prices_file_replaces_and_adds(tmp_path: Path) -> None:
@@ -335,6 +401,54 @@ def test_offer_import_round_trips_through_a_prices_file(tmp_path: Path) -> None:
     assert trn1 is not None and trn1.usd_per_hour == 21.5
 
 
+def _prices_sample() -> list[Price]:
+    return [p for p in load_catalog().prices if p.instance == "p5.48xlarge"]
+
+
+def test_write_prices_replaces_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "prices.csv"
+    out.write_text("old\n")
+    cat.write_prices(_prices_sample(), out)
+    assert [p.name for p in tmp_path.iterdir()] == ["prices.csv"]
+    assert price_for(load_catalog(prices_path=out), "p5.48xlarge", "spot") is not None
+
+
+def test_write_prices_is_atomic(tmp_path: Path) -> None:
+    out = tmp_path / "prices.csv"
+    out.write_text("the previous prices\n")
+
+    def failing() -> Iterator[Price]:
+        yield from _prices_sample()
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(DataFileError) as err:
+        cat.write_prices(failing(), out)
+    assert out.read_text() == "the previous prices\n"  # untouched, not half-written
+    assert [p.name for p in tmp_path.iterdir()] == ["prices.csv"]  # no temporary file left behind
+    message = str(err.value)
+    assert "\n" not in message and "No space left on device" in message and "To fix" in message
+
+
+def test_write_prices_cleans_up_when_the_replace_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "prices.csv"
+
+    def refuse(src: object, dst: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(DataFileError, match=r"Permission denied.*To fix"):
+        cat.write_prices(_prices_sample(), out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_prices_into_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(DataFileError, match=r"Cannot write .*To fix") as err:
+        cat.write_prices(_prices_sample(), tmp_path / "nowhere" / "prices.csv")
+    assert "\n" not in str(err.value)
+
+
 def test_offer_import_rejects_broken_files(tmp_path: Path) -> None:
     truncated = tmp_path / "truncated.json"
     truncated.write_text(OFFER.read_text()[:5000])
@@ -368,11 +482,56 @@ def test_cli_instances_json() -> None:
 
     result = CliRunner().invoke(app, ["catalog", "instances", "--json"])
     assert result.exit_code == 0, result.output
-    rows = {r["id"]: r for r in json.loads(result.stdout)["instances"]}
+    listed = json.loads(result.stdout)["instances"]
+    assert listed == plain(cat.instance_rows(load_catalog()))  # the library's rows, serialised
+    rows = {r["instance"]["id"]: r for r in listed}
     assert len(rows) == 32
-    assert rows["p5.48xlarge"]["chip"] == "h100"
+    assert rows["p5.48xlarge"]["instance"]["chip"] == rows["p5.48xlarge"]["chip"]["id"] == "h100"
     assert {(p["option"], p["usd_per_hour"]) for p in rows["p5.48xlarge"]["prices"]} >= {("on_demand", 55.04)}
-    assert rows["trn2u.48xlarge"]["prices"] == []
+    assert rows["p5.48xlarge"]["price"]["option"] == "on_demand"
+    assert rows["trn2u.48xlarge"]["prices"] == [] and rows["trn2u.48xlarge"]["price"] is None
+    assert rows["p5e.48xlarge"]["price"] is None  # its Capacity Block rate is listed, not applied
+    assert [p["option"] for p in rows["p5e.48xlarge"]["prices"]] == ["spot", "capacity_block"]
+
+
+def test_cli_instances_json_with_a_user_price() -> None:
+    from silica.cli.app import app
+
+    args = ["catalog", "instances", "--family", "p5", "--price", "p5.48xlarge=1", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = {r["instance"]["id"]: r for r in json.loads(result.stdout)["instances"]}
+    assert set(rows) == {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"}
+    assert (rows["p5.48xlarge"]["price"]["option"], rows["p5.48xlarge"]["price"]["usd_per_hour"]) == (
+        "user",
+        1.0,
+    )
+
+
+def test_instance_rows(catalog: cat.Catalog) -> None:
+    rows = cat.instance_rows(catalog, "trn2")
+    assert {r.instance.id for r in rows} >= {"trn2.48xlarge", "trn2.3xlarge"}
+    for row in rows:
+        assert row.chip is catalog.chips[row.instance.chip]
+        assert row.prices == tuple(p for p in catalog.prices if p.instance == row.instance.id)
+        assert row.price == price_for(catalog, row.instance.id)
+    trn2 = next(r for r in rows if r.instance.id == "trn2.48xlarge")
+    assert trn2.price is None and [p.option for p in trn2.prices] == ["spot"]
+    assert trn2.hbm_gib_total == pytest.approx(16 * 96.0)
+    assert len(cat.instance_rows(catalog)) == 32
+    hopper = {r.instance.id for r in cat.instance_rows(catalog, "Hopper")}
+    assert "p5.48xlarge" in hopper and all(
+        catalog.chips[catalog.instances[i].chip].family == "hopper" for i in hopper
+    )
+    with pytest.raises(UnknownNameError, match="hopper"):
+        cat.instance_rows(catalog, "hoper")
+
+
+def test_chip_rows(catalog: cat.Catalog) -> None:
+    assert cat.chip_rows(catalog) == list(catalog.chips.values())
+    assert [c.id for c in cat.chip_rows(catalog, "hopper")] == ["h100", "h200", "gh200"]
+    with pytest.raises(UnknownNameError, match="hopper"):
+        cat.chip_rows(catalog, "hoper")
 
 
 def test_cli_chips_family() -> None:

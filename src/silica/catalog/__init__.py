@@ -6,6 +6,7 @@ returned as frozen rows; prices can be overridden by the user or imported from A
 
 from __future__ import annotations
 
+from silica.catalog.listing import InstanceRow, chip_rows, instance_rows
 from silica.catalog.loader import load_catalog
 from silica.catalog.prices import import_offer_file, parse_price_overrides, price_for, write_prices
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
@@ -15,11 +16,14 @@ __all__ = [
     "Catalog",
     "Chip",
     "Instance",
+    "InstanceRow",
     "Price",
     "PurchaseOption",
+    "chip_rows",
     "get_chip",
     "get_instance",
     "import_offer_file",
+    "instance_rows",
     "load_catalog",
     "parse_price_overrides",
     "price_for",

@@ -6,20 +6,26 @@ Prices go stale faster than anything else in the catalog, so a user can replace 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
+import os
+import stat
+import uuid
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from silica.catalog._offer import OfferSku, read_offer
-from silica.catalog.schema import Catalog, Price, PurchaseOption
+from silica.catalog.schema import PURCHASE_OPTIONS, Catalog, Price, PurchaseOption
 from silica.errors import DataFileError, InputError, UnknownNameError
 
-__all__ = ["import_offer_file", "parse_price_overrides", "price_for", "write_prices"]
+__all__ = ["DEFAULT_PREFERENCE", "import_offer_file", "parse_price_overrides", "price_for", "write_prices"]
 
-# With no option asked for: a user's own price first, then list price, then a Capacity Block rate.
-# Spot and reserved are commitments or risks the user must choose explicitly.
-DEFAULT_PREFERENCE: tuple[PurchaseOption, ...] = ("user", "on_demand", "capacity_block")
+# With no option asked for: a user's own price, else the on-demand list price. Nothing else, because
+# the other bundled rates are not comparable with a list price: spot and reserved are a risk or a
+# commitment the user must choose, and the Capacity Block rates are a late-2024 snapshot taken before
+# the June 2025 on-demand price cut, often for another region than the on-demand row.
+DEFAULT_PREFERENCE: tuple[PurchaseOption, ...] = ("user", "on_demand")
 HOURS_PER_YEAR = 8760  # AWS RI effective hourly = hourly + upfront / (8760 x years), as vantage does
 
 
@@ -28,16 +34,40 @@ def price_for(
 ) -> Price | None:
     """The price that applies to `instance_id`, or None when nobody has published one.
 
-    Within one option the last row wins, so a user's row (added after the bundled ones) is chosen;
-    with no region given, rows keep the catalog's order (the bundled file lists us-east-1 first).
+    A user's price (option "user": `--price INSTANCE=USD` or a user prices file) always applies,
+    whatever `option` and `region` ask for: the user has said what they pay. Otherwise the price of
+    `option` is returned or, with no option, the on-demand price. Capacity Block rates are never a
+    default: the bundled ones are a late-2024 snapshot from before the June 2025 on-demand price
+    cut, several for another region, and a Capacity Block is a reservation bought ahead for a fixed
+    window, so falling back to one would quietly mix stale, other-region prices into comparisons of
+    list prices (ask for option "capacity_block" to use them). An instance with no on-demand price
+    is therefore unpriced by default.
+
+    Within the other options, rows keep the catalog's order (the bundled file lists us-east-1 first);
+    among user rows the last one wins (one in `region` if there is one). An unknown `option`, or a
+    `region` no price row has, raises InputError naming the valid values.
     """
     if instance_id not in catalog.instances:
         raise UnknownNameError("instance", instance_id, catalog.instances)
-    rows = [p for p in catalog.prices if p.instance == instance_id and (region is None or p.region == region)]
+    if option is not None and option not in PURCHASE_OPTIONS:
+        raise UnknownNameError(
+            "purchase option", str(option), PURCHASE_OPTIONS, f"pass one of: {', '.join(PURCHASE_OPTIONS)}."
+        )
+    if region is not None:
+        regions = sorted({p.region for p in catalog.prices})
+        if region not in regions:
+            raise UnknownNameError(
+                "price region", region, regions, f"pass a region that has prices: {', '.join(regions)}."
+            )
+    rows = [p for p in catalog.prices if p.instance == instance_id]
+    user = [p for p in rows if p.option == "user"]
+    if user:
+        return ([p for p in user if p.region == region] or user)[-1]
+    rows = [p for p in rows if region is None or p.region == region]
     for wanted in (option,) if option is not None else DEFAULT_PREFERENCE:
         matches = [p for p in rows if p.option == wanted]
         if matches:
-            return matches[-1] if wanted == "user" else matches[0]
+            return matches[0]
     return None
 
 
@@ -159,13 +189,36 @@ def _usd(path: Path, sku: str, dim: dict[str, object]) -> float:
 
 
 def write_prices(prices: Iterable[Price], path: Path) -> None:
-    """Write prices as a CSV in the bundled schema, ready to pass back as `prices_path`."""
+    """Write prices as a CSV in the bundled schema, ready to pass back as `prices_path`.
+
+    Atomic: the rows go to a temporary file next to `path`, which then replaces `path`, so a failed
+    write (disk full, an error while producing `prices`) leaves an existing file as it was.
+    """
+    path = Path(path)
     fields = list(Price.model_fields)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    created = replaced = False
     try:
-        with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        # os.open with 0o666 honours the umask, as a plain open() of `path` would.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        created = True
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             for price in prices:
                 writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))  # keep the mode of the file replaced
+        os.replace(tmp, path)
+        replaced = True
     except OSError as err:
-        raise DataFileError(f"Cannot write {path}: {err.strerror}.", "choose a writable --out path.") from err
+        reason = " ".join(str(err.strerror or err).split())
+        raise DataFileError(
+            f"Cannot write {path}: {reason}.", "choose a writable --out path in an existing directory."
+        ) from err
+    finally:
+        if created and not replaced:
+            with contextlib.suppress(OSError):
+                tmp.unlink()

@@ -6,52 +6,16 @@ Only typer is imported at module level; the catalog and rich load inside the com
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
-
-if TYPE_CHECKING:
-    from silica.catalog.schema import Catalog, Chip, Instance
 
 __all__ = ["register"]
 
 
 def _num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def _chips_matching(catalog: Catalog, family: str | None) -> list[Chip]:
-    from silica.errors import UnknownNameError
-
-    chips = list(catalog.chips.values())
-    if family is None:
-        return chips
-    wanted = family.lower()
-    chosen = [c for c in chips if c.family == wanted]
-    if not chosen:
-        raise UnknownNameError("family", family, sorted({c.family for c in chips}))
-    return chosen
-
-
-def _instances_matching(catalog: Catalog, family: str | None) -> list[Instance]:
-    from silica.errors import UnknownNameError
-
-    instances = list(catalog.instances.values())
-    if family is None:
-        return instances
-    wanted = family.lower()
-    chosen = [i for i in instances if catalog.chips[i.chip].family == wanted or i.id.startswith(wanted)]
-    if not chosen:
-        known = {c.family for c in catalog.chips.values()} | {i.id.split(".")[0] for i in instances}
-        raise UnknownNameError(
-            "family",
-            family,
-            sorted(known),
-            "pass a chip family (hopper, neuron-v2, ...) or an id prefix (p5, trn1).",
-        )
-    return chosen
 
 
 def register(app: typer.Typer) -> None:
@@ -70,9 +34,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print every field as JSON."),
     ) -> None:
         """List accelerator chips: dense peak compute, memory, links."""
-        from silica.catalog import load_catalog
+        from silica.catalog import chip_rows, load_catalog
 
-        chips = _chips_matching(load_catalog(), family)
+        chips = chip_rows(load_catalog(), family)
         if as_json:
             print_json({"chips": chips})
             return
@@ -124,40 +88,32 @@ def register(app: typer.Typer) -> None:
         price: list[str] = typer.Option([], "--price", help="Override one price: INSTANCE=USD_PER_HOUR."),
     ) -> None:
         """List instances and UltraServers with chips, memory and the price that applies."""
-        from silica.catalog import load_catalog, parse_price_overrides, price_for
+        from silica.catalog import instance_rows, load_catalog, parse_price_overrides
 
         overrides = parse_price_overrides(price, load_catalog().instances) if price else None
         catalog = load_catalog(prices_path=prices, overrides=overrides)
-        instances = _instances_matching(catalog, family)
+        rows = instance_rows(catalog, family)
         if as_json:
-            rows: list[dict[str, Any]] = []
-            for inst in instances:
-                row: dict[str, Any] = inst.model_dump(mode="json")
-                row["prices"] = [p.model_dump(mode="json") for p in catalog.prices if p.instance == inst.id]
-                rows.append(row)
             print_json({"instances": rows})
             return
         from rich.table import Table
 
-        table = Table(title="Instances (price: user > on-demand > capacity block; spot/reserved via --json)")
+        table = Table(title="Instances (price: user > on-demand; capacity block, spot, reserved via --json)")
         for col in ("instance", "chips", "chip", "HBM GiB total", "$/hour", "price basis"):
             table.add_column(
                 col,
                 justify="right" if col in ("chips", "HBM GiB total", "$/hour") else "left",
                 no_wrap=col == "instance",
             )
-        for inst in instances:
-            chip = catalog.chips[inst.chip]
-            hbm = None if chip.hbm_gib is None else chip.hbm_gib * inst.chips
-            p = price_for(catalog, inst.id)
-            where = "unpriced" if p is None else f"{p.option}, {p.region}, {p.as_of}"
+        for row in rows:
+            p = row.price
             table.add_row(
-                inst.id,
-                str(inst.chips),
-                inst.chip,
-                _num(hbm, 0),
+                row.instance.id,
+                str(row.instance.chips),
+                row.chip.id,
+                _num(row.hbm_gib_total, 0),
                 _num(None if p is None else p.usd_per_hour, 2),
-                where,
+                "unpriced" if p is None else f"{p.option}, {p.region}, {p.as_of}",
             )
         console().print(table)
 
