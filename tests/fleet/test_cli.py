@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from silica.cli.app import app
+from silica.errors import InputError
+from silica.fleet import load_fleet_file, run_sweep
+from silica.fleet.sweep import plan_scenarios, probe_ray_address
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -223,44 +228,77 @@ sweep:
 """
 
 
-def fake_store(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, Any]]]:
-    """Stand in for silica.store (another module) so sweeps can be tested without a database."""
-    calls: list[tuple[str, str, dict[str, Any]]] = []
+class FakeStore:
+    """Stands in for a `silica.store.Store`: remembers each `record_many` batch (one transaction)."""
+
+    def __init__(self, batches: list[list[tuple[str, str, dict[str, Any]]]]) -> None:
+        self.batches = batches
+
+    def record_many(self, items: list[tuple[str, str, dict[str, Any]]]) -> list[int]:
+        first = sum(len(b) for b in self.batches) + 1
+        self.batches.append(list(items))
+        return list(range(first, first + len(items)))
+
+
+def fake_store(monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, str, dict[str, Any]]]]:
+    """Stand in for silica.store (another module) so sweeps can be tested without a database.
+
+    Returns the batches written; `record` (one transaction per result) must not be used.
+    """
+    batches: list[list[tuple[str, str, dict[str, Any]]]] = []
     module = types.ModuleType("silica.store")
 
     def record(kind: str, name: str, payload: dict[str, Any]) -> int:
-        calls.append((kind, name, payload))
-        return len(calls)
+        raise AssertionError("a sweep must record its results in one transaction, not one by one")
 
     module.record = record  # type: ignore[attr-defined]
+    module.open_store = lambda url=None: FakeStore(batches)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "silica.store", module)
-    return calls
+    return batches
 
 
-def test_sweep_runs_every_scenario_in_parallel_and_records_them(
+def test_sweep_runs_every_scenario_in_parallel_and_records_them_in_one_transaction(
     small_fleet: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = fake_store(monkeypatch)
+    batches = fake_store(monkeypatch)
     result = invoke("sweep", str(small_fleet(extra=SWEEP)), "--workers", "2", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     names = [s["name"] for s in data["scenarios"]]
     assert len(names) == 8 and "large/day_night/flat" in names
-    assert [c[1] for c in calls] == names and {c[0] for c in calls} == {"fleet_sweep"}
+    assert len(batches) == 1  # all or none
+    assert [c[1] for c in batches[0]] == names and {c[0] for c in batches[0]} == {"fleet_sweep"}
     assert data["stored_ids"] == list(range(1, 9))
     by = {s["name"]: s["metrics"] for s in data["scenarios"]}
     assert by["small/day_night/diurnal"]["lent_chip_hours"] > by["small/static/diurnal"]["lent_chip_hours"]
 
 
+def test_sweep_results_share_one_batch_in_a_real_store(
+    small_fleet: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("sqlalchemy", reason="the store needs the `store` extra")
+    from silica import store
+
+    url = f"sqlite:///{tmp_path / 'silica.db'}"
+    monkeypatch.setenv("SILICA_DB_URL", url)
+    try:
+        result = run_sweep(small_fleet(extra=SWEEP), policies=["static"], workers=1)
+        kept = store.open_store(url).history("fleet_sweep")
+    finally:
+        store.close_all()
+    assert sorted(r.id for r in kept) == sorted(result.stored) and len(kept) == 4
+    assert len({r.batch for r in kept}) == 1
+
+
 def test_sweep_no_store_records_nothing(
     small_fleet: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = fake_store(monkeypatch)
+    batches = fake_store(monkeypatch)
     result = invoke(
         "sweep", str(small_fleet(extra=SWEEP)), "--workers", "1", "--no-store", "--policy", "static"
     )
     assert result.exit_code == 0, result.output
-    assert calls == [] and "small/static/flat" in result.stdout
+    assert batches == [] and "small/static/flat" in result.stdout
 
 
 def test_sweep_bad_mix_fails_before_running(small_fleet: Callable[..., Path]) -> None:
@@ -268,6 +306,37 @@ def test_sweep_bad_mix_fails_before_running(small_fleet: Callable[..., Path]) ->
     one_line_error(
         invoke("sweep", str(small_fleet(extra=bad)), "--no-store"), "field 'sweep.mixes.large.0.instance'"
     )
+
+
+def test_sweep_tasks_carry_no_path_and_workers_read_no_file(
+    small_fleet: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,input_tokens,output_tokens\n" + "".join(f"{i},1000,200\n" for i in range(0, 7200, 7))
+    )
+    path = small_fleet(extra=SWEEP.replace("flat: {shape: flat,", "flat: {trace: t.csv,"))
+    tasks = plan_scenarios(load_fleet_file(path), ["static"])
+    blob = pickle.dumps(tasks)
+    assert str(path).encode() not in blob  # (the trace's path stays in its demand's source, a label)
+
+    def remove_the_files(_: int) -> None:  # once planned, a worker (here: a spawned process) reads none
+        path.unlink()
+        trace.unlink()
+
+    result = run_sweep(path, policies=["static"], workers=2, store=False, on_start=remove_the_files)
+    assert [s["name"] for s in result.scenarios] == [t["name"] for t in tasks]
+    assert all("error" not in s for s in result.scenarios)
+
+
+def test_ray_address_is_probed_before_ray_init() -> None:
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"Cannot reach the Ray cluster at RAY_ADDRESS=127\.0\.0\.1:1 "):
+        probe_ray_address("127.0.0.1:1")  # nothing listens on port 1
+    assert time.monotonic() - start < 10
+    with pytest.raises(InputError, match="is not a Ray address"):
+        probe_ray_address("head-node:port")
+    probe_ray_address("auto")  # names no host: left to Ray
 
 
 # --- start-up stays light -------------------------------------------------------------------------------

@@ -47,6 +47,8 @@ def _show_simulation(sim: Simulation) -> None:
         f"demand {f['demand']['name']} (peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s); "
         f"{f['training_jobs']} training jobs"
     )
+    for warning in sim.warnings:
+        out.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     table = Table(title="Policies on the same demand and jobs")
     table.add_column("metric")
     for r in sim.runs:
@@ -132,6 +134,12 @@ def _show_sweep(res: SweepResult) -> None:
         )
     out = console()
     out.print(table)
+    warned: dict[str, list[str]] = {}
+    for s in res.scenarios:
+        for warning in s.get("warnings", []):
+            warned.setdefault(warning, []).append(s["name"])
+    for warning, names in warned.items():
+        out.print(f"[bold yellow]warning:[/] {', '.join(names)}: {warning}", highlight=False)
     if res.stored:
         out.print(f"Recorded {len(res.stored)} results in the store (kind fleet_sweep).")
 
@@ -179,7 +187,11 @@ def register(app: typer.Typer) -> None:
         price: list[str] = typer.Option(
             [], "--price", help="Your price: INSTANCE=USD_PER_HOUR (repeatable)."
         ),
-        max_instances: int | None = typer.Option(None, "--max-instances", help="Largest pool size to try."),
+        max_instances: int | None = typer.Option(
+            None,
+            "--max-instances",
+            help="Largest pool size to try (default: the file's plan.max_instances, else 1,000,000).",
+        ),
         as_json: bool = _JSON,
     ) -> None:
         """Choose the cheapest fleet mix meeting the SLO-attainment target and every training deadline."""
@@ -189,6 +201,10 @@ def register(app: typer.Typer) -> None:
 
         if target is not None and not 0 < target <= 1:
             raise InputError(f"--target must be in (0, 1], got {target}.", "e.g. --target 0.99.")
+        if max_instances is not None and max_instances < 1:
+            raise InputError(
+                f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
+            )
         overrides = parse_price_overrides(price) if price else None
         catalog = load_catalog(overrides=overrides)
         names = [n.strip() for n in instances.split(",") if n.strip()] if instances else None

@@ -48,6 +48,7 @@ BUNDLED_SHAPES = tuple(f"servegen:{m}" for m in SERVEGEN_MODELS)
 BUNDLED_TRACES = tuple(REQUEST_TRACES)
 BURST_WINDOW_MIN = 15  # burstiness = a minute's requests over the centred 15-minute mean (trend removed)
 DAY_S = 86400.0
+MAX_BURST_DRAWS = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +204,10 @@ def _burst_per_step(factors: FloatArray, steps: int, step_s: float, seed: int) -
     """Resample minute factors onto steps; a step of k minutes averages k draws (sub-minute: shared)."""
     rng = np.random.default_rng(seed)
     per_step = max(1, round(step_s / 60.0))
+    # Steps of many minutes average many draws, which only narrows the factor towards 1: past
+    # MAX_BURST_DRAWS in all, fewer draws per step keep memory bounded (at 7 days of 1-minute or
+    # 1 year of 1-hour steps the cap is not reached).
+    per_step = min(per_step, max(1, MAX_BURST_DRAWS // max(1, steps)))
     if step_s >= 60.0:
         return np.asarray(rng.choice(factors, size=(steps, per_step)).mean(axis=1), dtype=np.float64)
     minute = (np.arange(steps) * step_s // 60.0).astype(np.int64)
@@ -247,21 +252,35 @@ def profile(
     )
 
 
-def replay(trace: RequestTrace, step_s: float, scale: float = 1.0) -> InferenceDemand:
-    """A raw trace binned into steps from its first request; `scale` multiplies the request rate."""
-    step = (trace.t_s // step_s).astype(np.int64)
-    n = int(step[-1]) + 1
+def replay(
+    trace: RequestTrace, step_s: float, scale: float = 1.0, max_steps: int | None = None
+) -> InferenceDemand:
+    """A raw trace binned into steps from its first request; `scale` multiplies the request rate.
+
+    With `max_steps`, only the requests in the first `max_steps` steps are binned (the rest would be
+    cut from the horizon anyway), so a long trace never costs more memory than the horizon.
+    """
+    t_s, inp, out = trace.t_s, trace.input_tokens, trace.output_tokens
+    note = f"replay of {len(t_s)} requests over {trace.span_s / 60:.1f} min, rate x{scale:g}"
+    if max_steps is not None and max_steps < 1:
+        raise InputError(f"max_steps must be at least 1, got {max_steps}.", None)
+    if max_steps is not None and not trace.span_s < max_steps * step_s:
+        keep = t_s < max_steps * step_s
+        t_s, inp, out = t_s[keep], inp[keep], out[keep]
+        note += f", of which the first {max_steps * step_s / 60:.1f} min ({len(t_s)} requests)"
+        n = max_steps
+    else:
+        n = int(trace.span_s // step_s) + 1
+    step = (t_s // step_s).astype(np.int64)
     per_s = scale / step_s
     return InferenceDemand(
         name=trace.name,
         source=trace.source,
         step_s=step_s,
         requests_per_s=np.bincount(step, minlength=n).astype(np.float64) * per_s,
-        input_tokens_per_s=np.bincount(step, weights=trace.input_tokens, minlength=n).astype(np.float64)
-        * per_s,
-        output_tokens_per_s=np.bincount(step, weights=trace.output_tokens, minlength=n).astype(np.float64)
-        * per_s,
-        notes=(f"replay of {len(trace.t_s)} requests over {trace.span_s / 60:.1f} min, rate x{scale:g}",),
+        input_tokens_per_s=np.bincount(step, weights=inp, minlength=n).astype(np.float64) * per_s,
+        output_tokens_per_s=np.bincount(step, weights=out, minlength=n).astype(np.float64) * per_s,
+        notes=(note,),
     )
 
 
@@ -273,13 +292,10 @@ def replay_bundled(name: str, step_s: float, scale: float = 1.0) -> InferenceDem
             "use a step of whole minutes, or point `trace:` at the raw trace file.",
         )
     req, inp, out = _bundled_trace(name)
-    k = int(step_s // 60)
-    n = math.ceil(len(req) / k)
+    starts = np.arange(0, len(req), int(step_s // 60))  # one step of k minutes each; the last may be short
 
     def fold(a: FloatArray) -> FloatArray:
-        padded = np.zeros(n * k)
-        padded[: len(a)] = a
-        return np.asarray(padded.reshape(n, k).sum(axis=1) * scale / step_s, dtype=np.float64)
+        return np.asarray(np.add.reduceat(a, starts) * scale / step_s, dtype=np.float64)
 
     source = {
         "azure": "Azure LLM inference trace 2023 (bundled per-minute counts; CC-BY-4.0)",

@@ -20,15 +20,24 @@ from typing import Any
 
 from silica.catalog import load_catalog
 from silica.catalog.schema import Catalog
-from silica.errors import InfeasibleError
+from silica.errors import InfeasibleError, InputError
 from silica.fleet.capacity import Pool, Purchase, price_of
 from silica.fleet.policies import Policy
 from silica.fleet.scenario import build_fleet, check_instances, make_policies
-from silica.fleet.simulate import Fleet, FleetRun, run_policy
-from silica.fleet.sizing import Candidate, Sizer, failed, pct, pools_out, summary
+from silica.fleet.simulate import Fleet, FleetRun, earliest_finish_h, run_policy
+from silica.fleet.sizing import (
+    DEFAULT_MAX_INSTANCES,
+    Candidate,
+    Sizer,
+    at_limit,
+    failed,
+    pct,
+    pools_out,
+    summary,
+)
 from silica.fleet.spec import FleetFile, PoolSpec, as_policy
 
-__all__ = ["DEFAULT_CANDIDATES", "Candidate", "FleetPlan", "plan_fleet"]
+__all__ = ["DEFAULT_CANDIDATES", "DEFAULT_MAX_INSTANCES", "Candidate", "FleetPlan", "plan_fleet"]
 
 DEFAULT_CANDIDATES = (
     "trn1.32xlarge",
@@ -215,10 +224,16 @@ def _rank(pl: Sizer, found: list[Candidate]) -> tuple[Candidate, list[Candidate]
         hint = f" Closest: {close.label} ({close.why_lost or 'unpriced'})." if close else ""
         unpriced = [c.label for c in found if c.meets]
         extra = f" {', '.join(unpriced)} would meet it but have no price." if unpriced else ""
+        fix = "lower --target, relax deadlines, add instance types (--instances), or give prices (--price)."
+        if any(at_limit(pl, c.pools) for c in found if not c.meets):
+            fix = (
+                f"check the demand's peak and units: meeting it needs more than {pl.max_instances:,} "
+                "instances per pool (raise --max-instances if that is right); or " + fix
+            )
         raise InfeasibleError(
             f"No fleet mix meets {pct(pl.target)} SLO attainment and every training deadline "
             f"over {pl.horizon_h:g} h.{hint}{extra}",
-            "lower --target, relax deadlines, add instance types (--instances), or give prices (--price).",
+            fix,
         )
     best = priced[0]
     rest = []
@@ -241,6 +256,30 @@ def _rank(pl: Sizer, found: list[Candidate]) -> tuple[Candidate, list[Candidate]
     return best, rest
 
 
+def _check_deadlines(base: Fleet, templates: dict[tuple[str, Purchase], Pool]) -> None:
+    """A deadline no candidate chip can meet, even started on arrival and never preempted, fails now.
+
+    Any pool can be sized to hold any job, so only speed bounds how early a job can finish; without
+    this check the search would double every mix up to its limit before saying the same.
+    """
+    speeds = {p.instance: p.train_speed for p in templates.values() if p.train_speed}
+    if not speeds:
+        return  # no candidate trains: every mix says so in why_lost
+    fastest = max(speeds, key=lambda i: speeds[i])
+    horizon_h = base.steps * base.demand.step_s / 3600.0
+    for job in base.jobs:
+        if job.deadline_h is None or job.deadline_h > horizon_h:
+            continue  # a deadline past the horizon is never counted as missed
+        finish = earliest_finish_h(job, speeds[fastest], base.demand.step_s, base.restart_minutes)
+        if finish > job.deadline_h + 1e-9:
+            raise InfeasibleError(
+                f"Training job {job.name!r} cannot meet its deadline on any candidate: started on arrival "
+                f"on the fastest, {fastest}, it needs {finish - job.earliest_start_h:.4g} h with its "
+                f"restart, and its deadline leaves {job.deadline_h - job.earliest_start_h:.4g} h.",
+                "relax its deadline_hours, shorten it, or add a faster training instance type (--instances).",
+            )
+
+
 def plan_fleet(
     ff: FleetFile,
     *,
@@ -251,7 +290,11 @@ def plan_fleet(
     catalog: Catalog | None = None,
     max_instances: int | None = None,
 ) -> FleetPlan:
-    """The cheapest mix of `instances` meeting `target` SLO attainment and every deadline."""
+    """The cheapest mix of `instances` meeting `target` SLO attainment and every deadline.
+
+    No pool grows past `max_instances` (default: the file's plan.max_instances, else
+    DEFAULT_MAX_INSTANCES, 1,000,000); a goal that needs more is an InfeasibleError saying so.
+    """
     spec = ff.spec.plan
     catalog = catalog or load_catalog()
     names = list(instances or (spec.instances if spec and spec.instances else DEFAULT_CANDIDATES))
@@ -273,7 +316,13 @@ def plan_fleet(
             templates[(pool.instance, buy)] = replace(
                 pool, purchase=buy, usd_per_instance_hour=usd, price_basis=basis
             )
-    planner = Sizer(base, templates, pol, goal, max_instances or (spec.max_instances if spec else None))
+    if max_instances is not None and max_instances < 1:
+        raise InputError(
+            f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
+        )
+    limit = max_instances if max_instances is not None else spec.max_instances if spec else None
+    _check_deadlines(base, templates)
+    planner = Sizer(base, templates, pol, goal, limit)
     best, rest = _rank(planner, _candidates(planner, names, buys))
     return FleetPlan(
         target=goal,

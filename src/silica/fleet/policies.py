@@ -84,6 +84,7 @@ def _leading_max(a: IntArray, k: int) -> IntArray:
 def _seen(demand: FloatArray, lag: int, hold: int) -> FloatArray:
     """Demand as a reactive controller sees it: `lag` steps late, held at its max for `hold` steps."""
     held = _trailing_max(demand, hold)
+    lag = min(lag, len(held))  # a lag longer than the horizon sees only the first step
     if lag == 0:
         return held
     return np.concatenate([np.full(lag, held[0]), held[:-lag]])

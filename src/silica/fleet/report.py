@@ -270,11 +270,13 @@ def render_html(sim: Simulation, title: str | None = None) -> str:
         for r in sim.runs
     )
     notes = "".join(f"<li>{escape(a)}</li>" for a in sim.assumptions)
+    warned = "".join(f'<li class="bad">{escape(w)}</li>' for w in sim.warnings)
+    warned = f"<h2>Warnings</h2><ul>{warned}</ul>" if warned else ""
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(name)}</title>"
         f"<style>{CSS}</style></head><body><h1>{escape(name)}</h1>"
         '<p class="muted">Written by silica fleet simulate. Self-contained: no scripts, no network.</p>'
-        f"<h2>Fleet</h2>{_fleet(sim)}<h2>Policies compared on the same demand and jobs</h2>{_comparison(sim)}"
+        f"{warned}<h2>Fleet</h2>{_fleet(sim)}<h2>Policies compared on the same demand and jobs</h2>{_comparison(sim)}"
         f"<h2>Over time</h2>{_charts(sim)}<h2>Training jobs</h2>{_jobs(sim)}"
         f"<h2>Policy settings</h2><ul>{knobs}</ul><h2>Assumptions</h2><ul>{notes}</ul></body></html>\n"
     )

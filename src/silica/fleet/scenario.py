@@ -29,6 +29,8 @@ __all__ = ["build_fleet", "check_instances", "make_demand", "make_jobs", "make_p
 
 Loc = tuple[str | int, ...]
 DEFAULT_DAYS = 7.0
+MAX_STEPS = 1_000_000  # about 1.9 years of 1-minute steps: beyond it a file is a mistake, not a fleet
+MAX_JOBS = 1_000_000  # training jobs after `repeat` (and the Philly window) are expanded
 
 
 def check_instances(ff: FleetFile, catalog: Catalog, names: Sequence[tuple[Loc, str]]) -> None:
@@ -42,14 +44,77 @@ def check_instances(ff: FleetFile, catalog: Catalog, names: Sequence[tuple[Loc, 
             raise ff.error(loc, f"unknown instance {name!r}.", hint + "run `silica catalog instances`.")
 
 
-def _steps(ff: FleetFile, natural: int | None) -> int:
+def _horizon_hours(ff: FleetFile) -> tuple[float, Loc] | None:
+    """The horizon the file states (days or hours) and the field that states it; None if neither."""
     spec = ff.spec
     if spec.days is not None and spec.hours is not None:
         raise ff.error(("hours",), "give days or hours, not both.", "remove one of them.")
-    hours = spec.hours if spec.hours is not None else None if spec.days is None else spec.days * 24.0
-    if hours is None:
-        return natural if natural is not None else round(DEFAULT_DAYS * 24 * 60 / spec.step_minutes)
-    return max(1, round(hours * 60.0 / spec.step_minutes))
+    if spec.hours is not None:
+        return spec.hours, ("hours",)
+    if spec.days is not None:
+        return spec.days * 24.0, ("days",)
+    return None
+
+
+def _check_steps(
+    ff: FleetFile,
+    steps: float,
+    what: str,
+    loc: Loc,
+    fix: str = "use longer steps (step_minutes) or a shorter horizon (days or hours).",
+) -> int:
+    """`steps` (possibly fractional) as a whole number of steps, at least one and at most MAX_STEPS."""
+    step_min = ff.spec.step_minutes
+    if not steps >= 1.0 - 1e-9:
+        raise ff.error(
+            loc,
+            f"{what} is shorter than one step of {step_min:g} min.",
+            "give a horizon of at least one step, or shorter steps (step_minutes).",
+        )
+    if not steps <= MAX_STEPS:  # also catches a horizon too long to count
+        if loc in (("days",), ("hours",)) and step_min < 1.0:
+            loc = ("step_minutes",)  # a sub-minute step is the likelier slip than the horizon
+        raise ff.error(
+            loc,
+            f"{what} at {step_min:g}-minute steps is {_count(steps)} steps; the limit is {MAX_STEPS:,} steps.",
+            fix,
+        )
+    return max(1, round(steps))
+
+
+def _count(steps: float) -> str:
+    return f"{steps:,.0f}" if steps < 1e15 else f"{steps:.3g}"
+
+
+def _steps(ff: FleetFile, natural: int | None) -> int:
+    """Steps in the horizon: the file's days or hours, else a replay's own length, else 7 days."""
+    stated = _horizon_hours(ff)
+    if stated is None and natural is not None:
+        return natural
+    hours, loc = stated if stated is not None else (DEFAULT_DAYS * 24.0, ("step_minutes",))
+    return _check_steps(ff, hours * 60.0 / ff.spec.step_minutes, f"a horizon of {hours:g} h", loc)
+
+
+def _replay_trace(ff: FleetFile, spec: DemandSpec, loc: Loc, step_s: float) -> dm.InferenceDemand:
+    """A raw trace binned into steps: only the stated horizon of it, or all of it within MAX_STEPS."""
+    path = ff.resolve(spec.trace or "")
+    loader = {"csv": load_request_csv, "azure": load_azure_llm, "mooncake": load_mooncake}[spec.trace_format]
+    trace = loader(path)
+    if _horizon_hours(ff) is not None:
+        steps = _steps(ff, None)
+        replayed = dm.replay(trace, step_s, spec.scale, max_steps=steps)
+    else:
+        span = trace.span_s
+        _check_steps(
+            ff,
+            span / step_s + 1.0,
+            f"the trace {path.name} (spanning {span:g} s)",
+            (*loc, "trace"),
+            "use longer steps (step_minutes), or set hours: (or days:) to replay only their length of it.",
+        )
+        replayed = dm.replay(trace, step_s, spec.scale)
+        steps = replayed.steps
+    return _rescaled(_fit(replayed, steps), spec)
 
 
 def _fit(demand: dm.InferenceDemand, steps: int) -> dm.InferenceDemand:
@@ -125,16 +190,24 @@ def _lengths(ff: FleetFile, spec: DemandSpec, loc: Loc) -> dm.Lengths:
 
 
 def make_demand(ff: FleetFile, spec: DemandSpec, loc: Loc = ("inference", "demand")) -> dm.InferenceDemand:
-    """Demand per step over the file's horizon."""
+    """Demand per step over the file's horizon; a demand too large for floating point is an error."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        demand = _make_demand(ff, spec, loc)
+    rates = (demand.requests_per_s, demand.input_tokens_per_s, demand.output_tokens_per_s)
+    if not all(np.isfinite(a).all() for a in rates):
+        raise ff.error(
+            loc,
+            "the demand overflows floating point (a rate or a token count reaches infinity).",
+            "check the peak, scale and request lengths, and their units.",
+        )
+    return demand
+
+
+def _make_demand(ff: FleetFile, spec: DemandSpec, loc: Loc) -> dm.InferenceDemand:
     step_s = ff.spec.step_minutes * 60.0
     try:
         if spec.trace is not None:
-            path = ff.resolve(spec.trace)
-            loader = {"csv": load_request_csv, "azure": load_azure_llm, "mooncake": load_mooncake}[
-                spec.trace_format
-            ]
-            replayed = dm.replay(loader(path), step_s, spec.scale)
-            return _rescaled(_fit(replayed, _steps(ff, replayed.steps)), spec)
+            return _replay_trace(ff, spec, loc, step_s)
         if spec.shape in dm.BUNDLED_TRACES:
             replayed = dm.replay_bundled(spec.shape, step_s, spec.scale)
             return _rescaled(_fit(replayed, _steps(ff, replayed.steps)), spec)
@@ -169,7 +242,15 @@ def make_jobs(ff: FleetFile) -> list[TrainingJob]:
     if training is None:
         return []
     jobs: list[TrainingJob] = []
+    total = 0
     for i, job in enumerate(training.jobs):
+        total += job.repeat
+        if total > MAX_JOBS:
+            raise ff.error(
+                ("training", "jobs", i, "repeat"),
+                f"the jobs up to {job.name!r} expand to {total:,} training jobs; the limit is {MAX_JOBS:,}.",
+                "use fewer repeats, or fewer, larger jobs.",
+            )
         for k in range(job.repeat):
             start = job.earliest_start_hours + k * job.every_hours
             try:
@@ -210,6 +291,12 @@ def make_jobs(ff: FleetFile) -> list[TrainingJob]:
             raise
         except SilicaError as err:
             raise ff.wrap(("training", "philly"), err) from None
+        if len(jobs) > MAX_JOBS:
+            raise ff.error(
+                ("training", "philly"),
+                f"with the Philly window the fleet has {len(jobs):,} training jobs; the limit is {MAX_JOBS:,}.",
+                "set training.philly.max_jobs, or a shorter window (days).",
+            )
     return jobs
 
 

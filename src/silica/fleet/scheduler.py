@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,8 @@ def schedule(
     preempted = [0] * n
     lost = 0.0
     queue: list[tuple[float, int, int]] = []
+    queued: dict[int, int] = defaultdict(int)  # chips -> queued jobs of that size
+    smallest: list[int] = []  # a heap of the sizes queued (some may have left: see smallest_queued)
     heap: list[tuple[int, int, int]] = []
     snap_steps: list[int] = []
     snaps: list[list[int]] = []
@@ -102,24 +105,40 @@ def schedule(
         version[j] += 1
         preempted[j] += 1
         where[j] = -1
+        enqueue(j)
+
+    def smallest_queued() -> int:
+        while queued[smallest[0]] == 0:
+            heapq.heappop(smallest)  # lazily drop sizes no longer queued
+        return smallest[0]
+
+    def enqueue(j: int) -> None:
         bisect.insort(queue, (urgency[j], arrival[j], j))
+        if queued[chips[j]] == 0:
+            heapq.heappush(smallest, chips[j])
+        queued[chips[j]] += 1
 
     def try_start(t: int) -> None:
         free = [cap[p][t] - used[p] for p in range(n_pools)]
         most = max((free[p] for p in prefer), default=0)
-        kept: list[tuple[float, int, int]] = []
-        for item in queue:
+        least = smallest_queued()  # no queued job fits in less: stop scanning once `most` is below it
+        if most < least:
+            return  # the common case of a full fleet: O(1), not a pass over a long queue
+        started: list[int] = []
+        for index, item in enumerate(queue):
+            if most < least:
+                break
             j = item[2]
             need = chips[j]
             if need > most:
-                kept.append(item)
                 continue
             for p in prefer:
                 if free[p] >= need and (ckptable[j] or fixed_used[p] + need <= floors[p]):
                     break
             else:
-                kept.append(item)
                 continue
+            started.append(index)
+            queued[need] -= 1
             used[p] += need
             free[p] -= need
             if not ckptable[j]:
@@ -132,7 +151,8 @@ def schedule(
                 first[j] = t
             done_at = t + restart + math.ceil(remaining[j] / rate[j] - 1e-9)
             heapq.heappush(heap, (done_at, j, version[j]))
-        queue[:] = kept
+        for index in reversed(started):
+            del queue[index]
 
     while True:
         t = min(
@@ -154,8 +174,7 @@ def schedule(
                 finish[j] = t
                 where[j] = -1
         while ai < n and arrival[by_arrival[ai]] <= t:
-            j = by_arrival[ai]
-            bisect.insort(queue, (urgency[j], arrival[j], j))
+            enqueue(by_arrival[ai])
             ai += 1
         while ci < len(changes) and changes[ci] <= t:
             ci += 1

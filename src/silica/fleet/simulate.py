@@ -3,10 +3,16 @@
 `Fleet` is a resolved scenario (pools with capacities and prices, demand per step, jobs); it is what
 `scenario.build` makes from a fleet file, and what the planner and the sweep vary. `simulate` runs
 each policy on the same fleet and demand, so their results differ only by the policy.
+
+A training job the fleet can never serve as asked (more chips than any pool that trains has, or a
+deadline no pool could meet even starting it on arrival) is not an input error: the same jobs run
+on other mixes in plans and sweeps, where they may fit. It is simulated like any other (it never
+starts, or misses its deadline) and named in `warnings` (`job_warnings`), which every result carries.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +23,9 @@ from silica.fleet.metrics import RunData, compare_runs, measure
 from silica.fleet.policies import Policy, allocate
 from silica.fleet.scheduler import schedule
 
-__all__ = ["Fleet", "FleetRun", "Simulation", "run_policy", "simulate"]
+__all__ = ["Fleet", "FleetRun", "Simulation", "earliest_finish_h", "job_warnings", "run_policy", "simulate"]
+
+MAX_NAMED = 3  # a warning names this many jobs, then counts the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,7 @@ class Simulation:
     runs: tuple[FleetRun, ...]
     comparison: dict[str, Any]
     assumptions: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
 
     def run(self, policy: str) -> FleetRun:
         for r in self.runs:
@@ -99,7 +108,66 @@ class Simulation:
             "runs": [r.to_dict(series) for r in self.runs],
             "comparison": self.comparison,
             "assumptions": list(self.assumptions),
+            "warnings": list(self.warnings),
         }
+
+
+def _named(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_NAMED])
+    return shown + (f" and {len(names) - MAX_NAMED:,} more" if len(names) > MAX_NAMED else "")
+
+
+def earliest_finish_h(job: TrainingJob, speed: float, step_s: float, restart_minutes: float) -> float:
+    """When `job` finishes if it starts on arrival at `speed` and is never preempted (scheduler's steps)."""
+    step_min = step_s / 60.0
+    step_h = step_min / 60.0
+    arrival = math.ceil(job.earliest_start_h / step_h - 1e-9)
+    restart = math.ceil(restart_minutes / step_min - 1e-9)
+    return (arrival + restart + math.ceil(job.hours / (speed * step_h) - 1e-9)) * step_h
+
+
+def job_warnings(fleet: Fleet) -> tuple[str, ...]:
+    """Training jobs this fleet can never run as asked, whatever the policy (see the module docstring).
+
+    A job is too big if it needs more chips than every pool that trains; it cannot meet its deadline
+    if, started on arrival on the fastest pool that holds it and never preempted, it would still
+    finish late (in whole steps, the restart included, exactly as the scheduler counts).
+    """
+    trainers = [p for p in fleet.pools if p.train_speed]
+    if not fleet.jobs or not trainers:
+        return ()  # "no pool can train" is already an assumption of the fleet
+    largest = max(p.chips for p in trainers)
+    too_big: list[str] = []
+    late: list[str] = []
+    example = ""
+    for job in fleet.jobs:
+        fits = [p for p in trainers if p.chips >= job.chips]
+        if not fits:
+            too_big.append(job.name)
+            continue
+        if job.deadline_h is None:
+            continue
+        speed = max(p.train_speed or 0.0 for p in fits)
+        finish_h = earliest_finish_h(job, speed, fleet.demand.step_s, fleet.restart_minutes)
+        if finish_h > job.deadline_h + 1e-9:
+            if not late:
+                example = (
+                    f" ({job.name} needs {finish_h - job.earliest_start_h:.4g} h with its restart, "
+                    f"its deadline leaves {job.deadline_h - job.earliest_start_h:.4g} h)"
+                )
+            late.append(job.name)
+    out = []
+    if too_big:
+        out.append(
+            f"{len(too_big):,} training job(s) need more chips than the largest pool that trains "
+            f"({largest:,} chips), so they never start: {_named(too_big)}"
+        )
+    if late:
+        out.append(
+            f"{len(late):,} training job(s) cannot meet their deadline on this fleet even if started on "
+            f"arrival on the fastest pool that holds them{example}: {_named(late)}"
+        )
+    return tuple(out)
 
 
 def run_policy(fleet: Fleet, policy: Policy, *, series_points: int = 600) -> FleetRun:
@@ -148,6 +216,7 @@ def simulate(fleet: Fleet, policies: list[Policy], *, series_points: int = 600) 
         runs=runs,
         comparison=compare_runs(runs_metrics(runs), [r.jobs for r in runs]),
         assumptions=assumptions,
+        warnings=job_warnings(fleet),
     )
 
 

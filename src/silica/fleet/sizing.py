@@ -12,11 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from silica.errors import InputError
 from silica.fleet.capacity import Pool, Purchase
 from silica.fleet.policies import Policy
 from silica.fleet.simulate import Fleet, FleetRun, run_policy
 
-__all__ = ["Candidate", "Sizer", "failed", "pct", "pools_out", "summary"]
+__all__ = ["DEFAULT_MAX_INSTANCES", "Candidate", "Sizer", "failed", "pct", "pools_out", "summary"]
+
+# The most instances of one pool the search tries unless told otherwise: a plan that needs more is
+# almost surely a mistaken peak or unit, and an answer of billions of instances would hide it.
+DEFAULT_MAX_INSTANCES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +76,11 @@ class Sizer:
         self.base = base
         self.templates = templates
         self.policy = policy
+        if limit is not None and limit < 1:
+            raise InputError(f"max_instances must be at least 1, got {limit}.", "e.g. --max-instances 1000.")
         self.target = target
         self.limit = limit
+        self.max_instances = limit if limit is not None else DEFAULT_MAX_INSTANCES  # per pool
         self.need = float(base.demand.output_tokens_per_s.max(initial=0.0)) * (1 + policy.headroom)
         self.horizon_h = base.steps * base.demand.step_s / 3600.0
 
@@ -106,7 +114,7 @@ class Sizer:
         self, make: Callable[[int], Fleet], start: int, policy: Policy, ok: Callable[[FleetRun], bool]
     ) -> tuple[int | None, FleetRun, int]:
         """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%."""
-        limit = self.limit or max(64 * start, 1024)
+        limit = self.limit or min(max(64 * start, 1024), self.max_instances)
         n = min(start, limit)
         run = run_policy(make(n), policy, series_points=1)
         lo, hi, best = 0, None, run
@@ -156,4 +164,14 @@ def failed(pl: Sizer, label: str, policy: str, run: FleetRun, pools: tuple[dict[
         )
     else:
         why = f"misses {m['jobs_deadline_missed']} training deadline(s) even at {size:,} instances"
+    if at_limit(pl, pools):
+        why += (
+            f", the limit of {pl.max_instances:,} instances per pool "
+            "(raise it with --max-instances or plan.max_instances if the demand is right)"
+        )
     return Candidate(label, policy, pools, False, summary(run), why)
+
+
+def at_limit(pl: Sizer, pools: Sequence[dict[str, Any]]) -> bool:
+    """Whether a pool of the mix reached the most instances the search may try."""
+    return any(p["count"] >= pl.max_instances for p in pools)

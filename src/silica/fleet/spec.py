@@ -38,7 +38,8 @@ TRACES_ENV = "SILICA_TRACES"
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Non-finite numbers (YAML's .inf, .nan) are rejected everywhere: no horizon, rate or price is infinite.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DemandSpec(_Spec):
@@ -234,6 +235,11 @@ def load_fleet_file(path: Path) -> FleetFile:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
+    except UnicodeDecodeError as err:
+        raise DataFileError(
+            f"{path}: not a UTF-8 text file (it has the byte {err.object[err.start]:#04x}).",
+            "give a fleet file in YAML; see examples/fleet.yaml.",
+        ) from None
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)

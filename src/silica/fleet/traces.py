@@ -99,6 +99,11 @@ def _open(path: Path) -> Iterator[str]:
         raise DataFileError(
             f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
         ) from err
+    except UnicodeDecodeError as err:
+        raise DataFileError(
+            f"{path}: not a UTF-8 text file (it has the byte {err.object[err.start]:#04x}).",
+            "give the trace as CSV or JSON-lines text, not a binary or compressed file.",
+        ) from None
 
 
 def _bad(path: Path, line: int, field: str, problem: str, fix: str) -> DataFileError:
@@ -146,19 +151,33 @@ def _check_sorted(path: Path, lines: list[int], t: NDArray[np.float64], field: s
         )
 
 
+def _shown(header: list[str]) -> str:
+    """A header as found, short and on one line (a binary file's first line can be anything)."""
+    if not header:
+        return "nothing"
+    text = ", ".join(repr(c) if not c.isprintable() else c for c in header[:6])
+    text += ", ..." if len(header) > 6 else ""
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _csv_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
     reader = csv.DictReader(_open(path))
-    header = [c.strip() for c in reader.fieldnames or []]
-    missing = [c for c in columns if c not in header]
-    if missing:
+    try:
+        header = [c.strip() for c in reader.fieldnames or []]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise DataFileError(
+                f"{path}, line 1: missing column {missing[0]!r} (found {_shown(header)}).",
+                f"the header must name {', '.join(columns)}.",
+            )
+        for raw in reader:
+            if None in raw:
+                raise DataFileError(f"{path}, line {reader.line_num}: more cells than header columns.", None)
+            yield reader.line_num, {str(k).strip(): (v or "").strip() for k, v in raw.items()}
+    except csv.Error as err:
         raise DataFileError(
-            f"{path}, line 1: missing column {missing[0]!r} (found {', '.join(header) or 'nothing'}).",
-            f"the header must name {', '.join(columns)}.",
-        )
-    for raw in reader:
-        if None in raw:
-            raise DataFileError(f"{path}, line {reader.line_num}: more cells than header columns.", None)
-        yield reader.line_num, {str(k).strip(): (v or "").strip() for k, v in raw.items()}
+            f"{path}, line {reader.line_num}: not valid CSV ({err}).", "fix that line."
+        ) from None
 
 
 def _request_trace(
