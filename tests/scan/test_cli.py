@@ -37,6 +37,7 @@ def test_code_scan_json_and_rich(tmp_path: Path) -> None:
     data = json.loads(result.output)
     assert set(data["target_verdicts"].values()) == {"needs-work"}
     assert {f["location"] for f in data["findings"]} == {"requirements.txt:1", "k.cu:1"}
+    assert data["status"] == "ok"
     result = runner.invoke(app, ["scan", str(tmp_path)])
     assert result.exit_code == 0 and "needs-work" in result.output and "requirements.txt:1" in result.output
 
@@ -71,3 +72,22 @@ def test_model_scan_json() -> None:
     assert all(o["status"] == "supported" for o in data["ops"])
     result = runner.invoke(app, ["scan", "gpt2"])
     assert result.exit_code == 0 and "aten::mm" in result.output and "Verdict per target" in result.output
+
+
+def test_failed_model_scan_is_a_result_marked_failed() -> None:
+    pytest.importorskip("torch")
+    subject = f"{Path(__file__).parent / 'fixtures' / 'factories.py'}:raises"
+    result = runner.invoke(app, ["scan", subject, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["status"] == "failed"
+    assert [f["rule"] for f in data["findings"]] == ["factory-error"]
+    result = runner.invoke(app, ["scan", subject])
+    assert result.exit_code == 0
+    assert "scan failed" in result.output and "not an estimate" in result.output
+
+
+def test_missing_path_is_one_line_exit_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["scan", str(tmp_path / "nope.py") + ":f"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") <= 1

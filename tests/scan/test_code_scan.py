@@ -145,7 +145,7 @@ def test_bad_files_are_findings_not_crashes(tmp_path: Path) -> None:
         _write(
             tmp_path,
             {
-                "broken.py": "import torch\ndef f(:\n",
+                "broken.py": "import torch\ndef f(:\n    return x.cuda()\n",
                 "blob.py": b"\x00\x01\x02 torch",
                 "latin.py": "import torch  # caf\xe9\n".encode("latin-1"),
                 "requirements.txt": b"\xff\xfe\x00f\x00l",
@@ -188,3 +188,130 @@ def test_not_a_directory(tmp_path: Path) -> None:
 def test_requirement_lines_skip_options_and_comments() -> None:
     text = "# flash-attn in a comment\n-e .\n--index-url x\nflash_attn[full]>=2 ; platform_system=='Linux'\n"
     assert list(packages_in("requirements.txt", text)) == [("flash-attn", 4)]
+
+
+def test_pyproject_reads_only_dependency_tables(tmp_path: Path) -> None:
+    pyproject = (
+        "[project]\n"  # 1
+        'name = "x"\n'
+        'keywords = ["triton", "cupy"]\n'
+        "dependencies = [\n"
+        '  "torch",\n'  # 5
+        "  \"bitsandbytes>=0.43; platform_system == 'Linux'\",\n"
+        "]\n"
+        'optional-dependencies.gpu = ["flash-attn>=2"]\n'
+        "\n"
+        "[build-system]\n"  # 10
+        'requires = ["setuptools", "triton"]\n'
+        "\n"
+        "[tool.ruff]\n"
+        'extend-exclude = ["apex", "deepspeed"]\n'
+        "\n"  # 15
+        "[tool.poetry.dependencies]\n"
+        'python = "^3.11"\n'
+        'vllm = { version = "^0.5", source = "xformers" }\n'
+        "\n"
+        "[tool.poetry.group.gpu.dependencies]\n"  # 20
+        'mamba-ssm = "*"\n'
+        "\n"
+        "[dependency-groups]\n"
+        'trt = ["tensorrt"]\n'
+    )
+    report = scan_code(_write(tmp_path, {"pyproject.toml": pyproject}))
+    assert {(f.rule, f.location) for f in report.findings} == {
+        ("bitsandbytes", "pyproject.toml:6"),
+        ("flash-attn", "pyproject.toml:8"),
+        ("triton", "pyproject.toml:11"),
+        ("vllm-cuda", "pyproject.toml:18"),
+        ("mamba-kernels", "pyproject.toml:21"),
+        ("tensorrt", "pyproject.toml:24"),
+    }
+
+
+def test_invalid_pyproject_is_read_within_its_dependency_tables(tmp_path: Path) -> None:
+    pyproject = (
+        '[project]\nkeywords = ["cupy"]\ndependencies = [\n  "xformers",\n[tool.ruff]\nexclude = ["apex"]\n'
+    )
+    report = scan_code(_write(tmp_path, {"pyproject.toml": pyproject}))
+    got = {(f.rule, f.location) for f in report.findings}
+    assert got == {("xformers", "pyproject.toml:4"), ("unparsable-dependencies", "pyproject.toml")}
+    problem = next(f for f in report.findings if f.rule == "unparsable-dependencies")
+    assert "not valid TOML" in problem.message
+    assert set(problem.impact.values()) == {"info"}
+
+
+def test_unreadable_folder_is_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    _write(tmp_path, {"ok/a.py": "import flash_attn\n", "locked/b.py": "import xformers\n"})
+    locked = str(tmp_path / "locked")
+    real = os.scandir
+
+    def scandir(path: str) -> object:  # as for a folder without read permission (tests may run as root)
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", locked)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    report = scan_code(tmp_path)
+    problem = next(f for f in report.findings if f.rule == "unreadable-directory")
+    assert problem.location == "locked"
+    assert "PermissionError" in problem.message and "Permission denied" in problem.message
+    assert set(problem.impact.values()) == {"info"}
+    assert _locations(report, "flash-attn") == ["ok/a.py:1"]
+    assert _locations(report, "xformers") == []
+
+
+# Each source needs the syntax tree: the text prefilter must not skip it, and the rule must be found.
+PREFILTER_CASES = [
+    ("import torch\nif (x.sum() >\n        y.item()):\n    pass\n", "data-dependent-control-flow", 2),
+    ("import torch\nwhile x.\\\n      any():\n    pass\n", "data-dependent-control-flow", 2),
+    ("import torch\nv = (x.  # a comment\n     cuda())\n", "torch-cuda", 2),
+    (
+        "import torch\nfrom torch import (nn,  # (layers)\n    any)\nif any(x):\n    pass\n",
+        "data-dependent-control-flow",
+        4,
+    ),
+    ("import torch\nimport torch.any as tany\nif tany(x):\n    pass\n", "data-dependent-control-flow", 3),
+    ("import torch\nif x.item() > 0: y = 1\n", "data-dependent-control-flow", 2),
+    ("import torch\r\nif (x.sum() >\r\n        y.item()):\r\n    pass\r\n", "data-dependent-control-flow", 2),
+    ("import torch\nif d[')]':\n      x.item()]:\n    pass\n", "data-dependent-control-flow", 2),
+    (
+        "import torch\nx = torch.\uff43\uff55\uff44\uff41.synchronize()\n",
+        "torch-cuda",
+        2,
+    ),  # NFKC: fullwidth cuda
+    (
+        "from torch.utils import cpp_extension as ce\nce.load(name='k', sources=['k.cu'])\n",
+        "cpp-extension",
+        2,
+    ),
+    ("import torch as T\nT.compile(m, mode='reduce-overhead')\n", "inductor-modes", 2),
+    ("import torch\nif f(f\"{d['(']}\",\n     x.item()):\n    pass\n", "data-dependent-control-flow", 2),
+    ('import torch\nif x == """a\nb""" or y.all():\n    pass\n', "data-dependent-control-flow", 2),
+]
+
+
+@pytest.mark.parametrize(("source", "rule", "line"), PREFILTER_CASES)
+def test_prefilter_never_skips_a_match(tmp_path: Path, source: str, rule: str, line: int) -> None:
+    from silica.scan.knowledge import knowledge
+    from silica.scan.python_rules import PythonMatcher
+
+    matcher = PythonMatcher(knowledge().code_rules)
+    assert matcher.needs_ast(source, uses_torch="torch" in source)
+    (tmp_path / "m.py").write_bytes(source.encode())
+    report = scan_code(tmp_path)
+    assert f"m.py:{line}" in _locations(report, rule), [(f.rule, f.location) for f in report.findings]
+
+
+def test_prefilter_skips_files_no_rule_can_match() -> None:
+    from silica.scan.knowledge import knowledge
+    from silica.scan.python_rules import PythonMatcher
+
+    matcher = PythonMatcher(knowledge().code_rules)
+    source = (
+        '"""All layers; any device."""\nimport torch\n\n\ndef step(loss, log):\n'
+        '    if log and "loss" in log:  # it\'s "printed" (later)\n        log["loss"] = loss.item()\n'
+        "    return [t.tolist() for t in loss.all_gather()]\n"
+    )
+    assert not matcher.needs_ast(source, uses_torch=True)

@@ -77,6 +77,9 @@ def test_clean_code_scan_is_ready_with_no_effort() -> None:
         ("bert", False, "trainium3", "preview"),  # only TorchNeuron (closed beta) documents Trn3
         (None, False, "trainium1", "trace"),  # a user's own module: torch_neuronx.trace
         ("deepseek_v3", True, "trainium2", "maintenance"),  # NxDI, in maintenance mode from 2.30
+        ("deepseek_v3", True, "inferentia2", "none"),  # no source shows DeepSeek on Inf2/Trn1
+        ("deepseek_v3", True, "trainium1", "none"),
+        ("whisper", False, "trainium1", "supported"),  # optimum-neuron, not NxDI
     ],
 )
 def test_software_path(model_type: str | None, is_llm: bool, target: str, path: str) -> None:
@@ -87,3 +90,8 @@ def test_pinned_sdk_is_named() -> None:
     _, libs, notes = software_path(knowledge(), "mistral", True, "trainium1")
     assert "NxD Inference (SDK <=2.28)" in libs
     assert any("pin Neuron 2.28" in n for n in notes)
+
+
+def test_whisper_on_trainium1_is_optimum_neuron_only() -> None:
+    _, libs, _ = software_path(knowledge(), "whisper", False, "trainium1")
+    assert libs == ("optimum-neuron",)

@@ -32,8 +32,10 @@ HELP = (
     "A code scan reads requirements*.txt, pyproject.toml, setup.py, setup.cfg, environment.yml, "
     "Python sources and .cu/.cuh files as text: it never imports or executes the repository.\n\n"
     "Each target gets ready, needs-work or blocked, with its blockers, the CPU-fallback partition plan "
-    "and an effort estimate in engineer-weeks. Model scans need the scan extra: pip install 'silica\\[scan]' "
-    "(install the CPU build of torch first, see the README)."
+    "and an effort estimate in engineer-weeks. A model that cannot be built or traced is still a result "
+    '(exit code 0) with "status": "failed" in the JSON and the reason among the findings; bad input '
+    "(a missing path, an unknown model id) is one line and exit code 2. Model scans need the scan extra: "
+    "pip install 'silica\\[scan]' (install the CPU build of torch first, see the README)."
 )
 
 _COLOURS = {"ready": "green", "needs-work": "yellow", "blocked": "red"}
@@ -72,6 +74,13 @@ def _render(report: ScanReport, all_findings: bool) -> None:
     if report.kind == "code":
         facts.append(f"{report.files_scanned} files")
     out.print(f"[bold]silica scan[/bold] {_cut(report.subject, 200)}  ({', '.join(f for f in facts if f)})")
+    if report.failed:
+        why = "; ".join(f.message for f in report.findings if f.title == "model could not be scanned")
+        out.print(
+            f"[bold red]scan failed:[/bold red] {_cut(why or 'see the findings', 400)}\n"
+            "[red]No operator graph was seen: the verdicts and effort below are placeholders, "
+            "not an estimate.[/red]"
+        )
     verdicts = Table(title="Verdict per target", title_justify="left")
     for col in ("target", "verdict", "path", "effort (wk)", "CPU fallback", "why"):
         verdicts.add_column(col, overflow="fold")

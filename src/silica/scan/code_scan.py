@@ -1,21 +1,21 @@
 """`scan_code`: CUDA-only dependencies, calls and kernels in a repository, each with file:line.
 
 The scan reads files as text and parses Python with `ast`; it never imports or executes the scanned code.
-A cheap text prefilter skips the AST for Python files that mention none of the rules' names, which keeps a
-10,000-file repository within seconds. Unreadable, binary and unparsable files become findings.
+A text prefilter (`PythonMatcher.needs_ast`) skips the parse for Python files that no rule can match, and
+each parsed file is walked once, which keeps a 10,000-file repository within seconds. Unreadable folders,
+unreadable, binary and unparsable files become findings.
 """
 
 from __future__ import annotations
 
 import ast
 import os
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from silica.errors import InputError
-from silica.scan.code_deps import is_dependency_file, normalize, packages_in
+from silica.scan.code_deps import dependencies, is_dependency_file, normalize
 from silica.scan.knowledge import CodeRule, Knowledge, knowledge
 from silica.scan.python_rules import PythonMatcher
 from silica.scan.report import TARGETS, Finding, ScanReport
@@ -64,23 +64,27 @@ def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Findi
     )
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
+def _walk(root: Path, errors: list[OSError]) -> Iterator[tuple[str, str, str]]:
+    """(path, path relative to root, file name) for each file; folders that cannot be listed go to errors."""
+    top = os.fspath(root)
+    for folder, dirs, files in os.walk(top, onerror=errors.append):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+        prefix = os.path.relpath(folder, top).replace(os.sep, "/") + "/" if folder != top else ""
         for name in sorted(files):
-            yield Path(folder, name)
+            yield os.path.join(folder, name), prefix + name, name
 
 
-def _read(path: Path, rel: str) -> tuple[str | None, Finding | None]:
+def _read(path: str, rel: str) -> tuple[str | None, Finding | None]:
     try:
-        if path.stat().st_size > MAX_BYTES:
-            return None, _info("skipped-file", "file too large to scan", f"over {MAX_BYTES:,} bytes", rel)
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as err:
         return None, _info(
             "unreadable-file", "unreadable file", f"{type(err).__name__}: {err.strerror or err}", rel
         )
-    if b"\x00" in data[:8192]:
+    if len(data) > MAX_BYTES:
+        return None, _info("skipped-file", "file too large to scan", f"over {MAX_BYTES:,} bytes", rel)
+    if data.find(b"\x00", 0, 8192) >= 0:
         return None, _info(
             "binary-file", "binary file where text was expected", "contains NUL bytes; not scanned", rel
         )
@@ -96,6 +100,8 @@ class _Scanner:
         self.root = root
         self.findings: list[Finding] = []
         self.files = 0
+        self.python_files = 0
+        self.parsed = 0
         self.packages: dict[str, CodeRule] = {}
         self.extensions: dict[str, CodeRule] = {}
         for rule in kb.code_rules:
@@ -103,23 +109,35 @@ class _Scanner:
                 self.packages.setdefault(normalize(pkg), rule)
             for ext in rule.extensions:
                 self.extensions.setdefault(ext, rule)
+        self.ext_suffixes = tuple(self.extensions)
+        self.rules = {r.id: r for r in kb.code_rules}
         self.python = PythonMatcher(kb.code_rules)
-        self.trigger = re.compile("|".join(re.escape(t) for t in sorted(self.python.trigger_words())))
 
     def run(self) -> None:
-        for path in _walk(self.root):
+        errors: list[OSError] = []
+        for path, rel, name in _walk(self.root, errors):
             self.files += 1
-            name = path.name
-            rel = path.relative_to(self.root).as_posix()
-            ext = next((e for e in self.extensions if name.endswith(e)), None)
-            if ext is not None:
-                self._kernel_file(path, rel, self.extensions[ext])
-            elif name.endswith(".py"):
+            if name.endswith(".py"):
                 self._python(path, rel, name == "setup.py")
+            elif name.endswith(self.ext_suffixes):
+                ext = next(e for e in self.extensions if name.endswith(e))
+                self._kernel_file(path, rel, self.extensions[ext])
             elif is_dependency_file(name):
                 self._dependencies(path, rel, name)
+        for err in errors:
+            self.findings.append(self._unlistable(err))
 
-    def _kernel_file(self, path: Path, rel: str, rule: CodeRule) -> None:
+    def _unlistable(self, err: OSError) -> Finding:
+        where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
+        rel = os.path.relpath(where, self.root).replace(os.sep, "/")
+        return _info(
+            "unreadable-directory",
+            "folder could not be listed; its files were not scanned",
+            f"{type(err).__name__}: {err.strerror or err}",
+            rel,
+        )
+
+    def _kernel_file(self, path: str, rel: str, rule: CodeRule) -> None:
         text, problem = _read(path, rel)
         line = None
         if text is not None:
@@ -131,28 +149,34 @@ class _Scanner:
         if problem is not None and problem.rule != "binary-file":
             self.findings.append(problem)
 
-    def _dependencies(self, path: Path, rel: str, name: str) -> None:
+    def _dependencies(self, path: str, rel: str, name: str) -> None:
         text, problem = _read(path, rel)
         if text is None:
             if problem is not None:
                 self.findings.append(problem)
             return
-        for pkg, line in packages_in(name, text):
+        found, trouble = dependencies(name, text)
+        if trouble is not None:
+            self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
+        for pkg, line in found:
             rule = self.packages.get(pkg)
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
 
-    def _python(self, path: Path, rel: str, is_setup: bool) -> None:
+    def _python(self, path: str, rel: str, is_setup: bool) -> None:
         text, problem = _read(path, rel)
         if text is None:
             if problem is not None:
                 self.findings.append(problem)
             return
-        if not self.trigger.search(text) and not is_setup:
+        self.python_files += 1
+        uses_torch = "torch" in text
+        if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
+        self.parsed += 1
         try:
             tree = ast.parse(text, filename=rel)
-        except (SyntaxError, ValueError, RecursionError) as err:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
             line = getattr(err, "lineno", None)
             self.findings.append(
                 _info(
@@ -164,8 +188,8 @@ class _Scanner:
                 )
             )
             return
-        for rule_id, message, line in self.python.scan(tree, uses_torch="torch" in text):
-            self.findings.append(_finding(self.kb.rule(rule_id), message, rel, line))
+        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch):
+            self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
             for pkg, line in self.python.string_requirements(tree):
                 rule = self.packages.get(normalize(pkg))
@@ -196,6 +220,9 @@ def scan_code(directory: str | Path) -> ScanReport:
             f"skipped folders: {', '.join(sorted(SKIP_DIRS))}",
             "torch-specific rules (methods, string 'cuda' arguments, data-dependent control flow) "
             "apply to files that mention torch",
+            f"{scanner.parsed} of {scanner.python_files} Python files parsed: the others hold none of the "
+            "names the rules look for (so a syntax error in them is not reported); a string value spelled "
+            "with escapes or split into adjacent literals ('cu' 'da') is not seen",
         ),
         seconds=time.perf_counter() - start,
         files_scanned=scanner.files,

@@ -2,6 +2,8 @@
 
 A failure on the user's side (a config transformers rejects, a factory that raises or returns the wrong
 thing, an export that fails) becomes a finding in the report; only a bad path or an unknown id raises.
+When no graph could be built or traced the report's `status` is "failed": its verdicts and effort then
+describe no model and must not be read as an estimate.
 """
 
 from __future__ import annotations
@@ -193,6 +195,12 @@ def scan_source(source: ModelSource, *, layers: int = 2) -> ScanReport:
         assumptions.append(
             f"{ignored} bookkeeping node(s) (export assertions, shape queries) are not counted as operators"
         )
+    failed = built is None or traced.method == "none"
+    if failed:
+        assumptions.append(
+            "the scan failed (see the findings): no operator graph was seen, so the verdicts and the effort "
+            "are placeholders, not an estimate"
+        )
     plan = fallback_plan(on_device, order, traced.graph_breaks)
     model_type = source.config.get("model_type") if source.config else None
     per_target, effort = verdicts(
@@ -216,6 +224,7 @@ def scan_source(source: ModelSource, *, layers: int = 2) -> ScanReport:
         assumptions=tuple(assumptions),
         seconds=time.perf_counter() - start,
         versions=_versions(),
+        status="failed" if failed else "ok",
     )
 
 

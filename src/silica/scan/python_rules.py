@@ -3,24 +3,52 @@
 Names are resolved through the file's imports (`import torch as T`, `from torch.utils import cpp_extension`)
 so `T.cuda.synchronize()` is `torch.cuda.synchronize`. Each syntax node reports at most one rule, the first
 in the data file's order, which lists specific rules (CUDA streams) before general ones (torch.cuda.*).
+
+Speed matters (issue 4: 10,000 files in 10 s on 2 cores), so the rules are compiled once into lookup tables
+(an exact-name table matched against every dotted suffix of a name, a prefix table for `a.b.*` patterns,
+and tables for methods, keyword values, string arguments and decorators), each file's tree is walked once,
+and `needs_ast` tells from the text alone whether a file can match at all. It never skips a file a rule
+matches, with one exception: a string value spelled with escapes ("\\x63uda") or split into adjacent
+literals ("cu" "da") is not seen.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from silica.scan.knowledge import CodeRule
 
-__all__ = ["PythonMatcher"]
+__all__ = ["DATA_DEPENDENT_RULE", "PythonMatcher"]
 
 Match = tuple[str, str, int]  # (rule id, message, line)
+DATA_DEPENDENT_RULE = "data-dependent-control-flow"
 _DATA_DEPENDENT_METHODS = frozenset({"item", "any", "all", "tolist"})
 _DATA_DEPENDENT_CALLS = frozenset(
     {"torch.any", "torch.all", "torch.equal", "torch.is_nonzero", "torch.allclose"}
 )
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+# --- text prefilter -------------------------------------------------------------------------------------
+# Between a `.` and the attribute name Python allows spaces, line continuations and (inside brackets)
+# comments; the patterns below allow the same, so `x.\n    item()` is not missed.
+_GAP = r"(?:\s|\\|#[^\n]*+)*+"
+# The names bound by `from torch import ...`, parenthesised or not (comments may hold a closing bracket).
+_FROM_TORCH = re.compile(
+    r"\bfrom[\s\\]+torch[\s\\]+import[\s\\]*(\((?:[^)#]|#[^\n]*+)*+\)|(?:[^\n\\#;]|\\\r?\n)*+)"
+)
+# A line that may open an `if`, `elif` or `while` statement (compound statements start a logical line).
+_HEADER = re.compile(r"^[ \t\f]*(?:if|elif|while)\b[^\n]*", re.MULTILINE)
+# Bytes that cannot be part of an identifier or a word become spaces, so a file splits into its words.
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_TO_SPACE = bytes(b if b in _WORD_BYTES or b >= 128 else 32 for b in range(256))
+_SIMPLE_STRING = re.compile(r"\"[^\"\\\n]*\"|'[^'\\\n]*'")
+_F_STRING = re.compile(r"(?<![\w])(?:[fF][rR]?|[rR][fF])[\"']")  # may nest quotes (Python 3.12)
+_STRING_OR_COMMENT = re.compile(r"[\"'#]")
+_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -34,8 +62,56 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _prefix(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
+def _cover(names: set[str]) -> set[str]:
+    """Few words such that every dotted name has one of its parts among them (any part will do, since
+    every part of a name a file uses is written in the file): greedy, the part shared most first."""
+    todo = [[p for p in n.split(".") if p != "torch"] or ["torch"] for n in names]
+    words: set[str] = set()
+    while todo:
+        counts: dict[str, int] = {}
+        for parts in todo:
+            for p in set(parts):
+                counts[p] = counts.get(p, 0) + 1
+        best = max(sorted(counts), key=lambda p: (counts[p], len(p)))
+        words.add(best)
+        todo = [parts for parts in todo if best not in parts]
+    return words
+
+
+def _tokens(words: set[str]) -> frozenset[bytes] | None:
+    """The words as they come out of `_TO_SPACE` ("max-autotune" needs "autotune": any part will do);
+    None when a word has no part that can be looked for, so every file must be parsed."""
+    out: set[bytes] = set()
+    for w in words:
+        parts = w.encode().translate(_TO_SPACE).split()
+        if not parts:
+            return None
+        out.add(max(parts, key=len))
+    return frozenset(out)
+
+
+def _one_line_header(line: str) -> bool:
+    """True when an `if`/`while` header line certainly ends its logical line (so its test is on it)."""
+    if _F_STRING.search(line):
+        return False
+    code = _SIMPLE_STRING.sub("", line)  # left to right, as the tokenizer reads them
+    first = _STRING_OR_COMMENT.search(code)
+    if first is not None:
+        if first.group(0) != "#":  # triple quotes or escapes: cannot tell where the string ends
+            return False
+        code = code[: first.start()]  # a comment: no string is open before it
+    code = code.rstrip()
+    if code.endswith("\\"):
+        return False
+    depth = 0
+    for ch in code:
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 class PythonMatcher:
@@ -43,37 +119,177 @@ class PythonMatcher:
 
     def __init__(self, rules: Sequence[CodeRule]) -> None:
         self.rules = list(rules)
+        self.ids = [r.id for r in self.rules]
+        self._imports: dict[str, set[int]] = {}  # module prefix -> rules that name it
+        self._exact: dict[str, int] = {}  # call pattern -> first rule; matched against dotted suffixes
+        self._prefix: dict[str, int] = {}  # "torch.cuda" for "torch.cuda.*" -> first rule
+        self._methods: dict[str, int] = {}
+        self._keywords: dict[tuple[str, str], int] = {}
+        self._string_args: dict[str, int] = {}
+        self._decorators: dict[str, int] = {}
+        names: set[str] = set()  # dotted names (imports, calls, decorators) whose use a file must spell
+        words: set[str] = set()  # a file must contain one of these as a word for a rule to match
+        torch_words: set[str] = set()  # the same, for rules that apply to files that mention torch
+        methods: set[str] = set(_DATA_DEPENDENT_METHODS)  # method names, written after a `.`
+        for i, r in enumerate(self.rules):
+            for p in r.imports:
+                self._imports.setdefault(p, set()).add(i)
+                names.add(p)
+            for p in r.calls:
+                table, name = (self._prefix, p[:-2]) if p.endswith(".*") else (self._exact, p)
+                table.setdefault(name, i)
+                names.add(name)
+            for m in r.methods:
+                self._methods.setdefault(m, i)
+                methods.add(m)
+            for spec in r.keywords:
+                key, value = spec.split("=", 1)
+                self._keywords.setdefault((key, value), i)
+                words.add(value)
+            for s in r.string_args:
+                self._string_args.setdefault(s, i)
+                torch_words.add(s)
+            for d in r.decorators:
+                self._decorators.setdefault(d, i)
+                names.add(d)
+        self._data_dependent = (
+            self.ids.index(DATA_DEPENDENT_RULE) if DATA_DEPENDENT_RULE in self.ids else None
+        )
+        if self._data_dependent is None:
+            methods -= _DATA_DEPENDENT_METHODS
+        words |= _cover(names)
+        self._calls: dict[str, int | None] = {}  # resolved name -> call rule, cached across files
+        plain_methods = sorted(methods - _DATA_DEPENDENT_METHODS)
+        dd_names = sorted(_DATA_DEPENDENT_METHODS | {c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS})
+        tokens = [_tokens(words), _tokens(torch_words), _tokens(set(plain_methods)), _tokens(set(dd_names))]
+        self._always = any(t is None for t in tokens)  # a rule the text prefilter cannot express
+        self._words, self._torch_words, self._method_words, self._dd_words = (
+            t or frozenset() for t in tokens
+        )
+        if self._data_dependent is None:
+            self._dd_words = frozenset()
+        self._method = re.compile(r"\." + _GAP + r"(?:" + "|".join(map(re.escape, plain_methods)) + r")\b")
+        self._dd_dot = re.compile(r"\." + _GAP + r"(?:" + "|".join(dd_names) + r")\b")
+        self._dd_word = re.compile(r"\b(?:" + "|".join(dd_names) + r")\b")
+        calls = "|".join(sorted(c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS))
+        self._dd_alias = re.compile(r"\." + _GAP + r"(?:" + calls + r")\b" + _GAP + r"as\b")
 
-    def trigger_words(self) -> set[str]:
-        """Names at least one of which a file must contain for any Python rule to match."""
-        words = {"torch"}
-        for r in self.rules:
-            for entry in (*r.imports, *r.calls, *r.decorators):
-                words.add(entry.split(".")[0])
-            for kw in r.keywords:
-                words.add(kw.split("=", 1)[1])
-        return words
+    # --- lookups ----------------------------------------------------------------------------------------
 
-    def _call_rule(self, name: str) -> CodeRule | None:
-        for r in self.rules:
-            for pattern in r.calls:
-                if pattern.endswith(".*"):
-                    if name.startswith(pattern[:-1]):
-                        return r
-                elif name == pattern or name.endswith("." + pattern):
-                    return r
-        return None
+    def call_rule(self, name: str) -> int | None:
+        """The first rule whose `calls` match a resolved dotted name, by index; None when none does."""
+        cached = self._calls.get(name, -1)
+        if cached != -1:
+            return cached
+        best: int | None = None
+        start = 0
+        while True:  # exact patterns: the name itself and every suffix that starts after a dot
+            hit = self._exact.get(name[start:])
+            if hit is not None and (best is None or hit < best):
+                best = hit
+            dot = name.find(".", start)
+            if dot < 0:
+                break
+            hit = self._prefix.get(name[:dot])  # prefix patterns: every proper dotted prefix
+            if hit is not None and (best is None or hit < best):
+                best = hit
+            start = dot + 1
+        self._calls[name] = best
+        return best
 
-    def scan(self, tree: ast.AST, *, uses_torch: bool) -> Iterator[Match]:
-        aliases: dict[str, str] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-        yield from _Visitor(self, aliases, uses_torch).run(tree)
+    def _value_rule(self, table: dict[str, int], value: str) -> int | None:
+        """`value == want` or `value.startswith(want + ":")` ("cuda" matches "cuda:1")."""
+        best = table.get(value)
+        colon = value.find(":")
+        while colon >= 0:
+            hit = table.get(value[:colon])
+            if hit is not None and (best is None or hit < best):
+                best = hit
+            colon = value.find(":", colon + 1)
+        return best
+
+    def _keyword_rule(self, key: str, value: str) -> int | None:
+        best = self._keywords.get((key, value))
+        colon = value.find(":")
+        while colon >= 0:
+            hit = self._keywords.get((key, value[:colon]))
+            if hit is not None and (best is None or hit < best):
+                best = hit
+            colon = value.find(":", colon + 1)
+        return best
+
+    def import_match(self, module: str, names: Sequence[str] = ()) -> tuple[int, str] | None:
+        """(rule, imported name) for an import of `module` (and `from module import names`)."""
+        candidates = [module, *(f"{module}.{n}" for n in names)]
+        matched: list[set[int]] = []
+        for c in candidates:
+            rules: set[int] = set()
+            dot = c.find(".")
+            while dot >= 0:
+                rules |= self._imports.get(c[:dot], set())
+                dot = c.find(".", dot + 1)
+            rules |= self._imports.get(c, set())
+            matched.append(rules)
+        found = [min(m) for m in matched if m]
+        if not found:
+            return None
+        best = min(found)
+        return best, next(c for c, m in zip(candidates, matched, strict=True) if best in m)
+
+    # --- text prefilter ---------------------------------------------------------------------------------
+
+    def needs_ast(self, text: str, *, uses_torch: bool) -> bool:
+        """False only when no rule can match `text`, so the file need not be parsed.
+
+        Every part of a resolved name is written in the file (in the import or in the attribute chain), so a
+        rule can only match a file that contains one of its words. Methods are written after a `.`, and a
+        tensor value can only drive an `if` or `while` whose test holds one of the data-dependent calls.
+        Identifiers are NFKC-normalised by Python, so the check runs on the normalised text.
+        """
+        if self._always:
+            return True
+        if not text.isascii():
+            text = unicodedata.normalize("NFKC", text)
+        words = set(text.encode().translate(_TO_SPACE).split())
+        if not words.isdisjoint(self._words):
+            return True
+        if not uses_torch:
+            return False
+        if not words.isdisjoint(self._torch_words):
+            return True
+        if not words.isdisjoint(self._method_words) and self._method.search(text):
+            return True
+        return not words.isdisjoint(self._dd_words) and self._maybe_data_dependent(text)
+
+    def _maybe_data_dependent(self, text: str) -> bool:
+        """Whether a data-dependent call can sit in the test of an `if` or `while` statement."""
+        for m in _FROM_TORCH.finditer(text):  # `from torch import any`: a bare name can be the call
+            if self._dd_word.search(m.group(1)):
+                return True
+        if self._dd_alias.search(text):  # `import torch.any as tany`
+            return True
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+            if "\r" in text:  # old Mac line ends: the line logic below does not apply
+                return True
+        lines: set[int] = set()  # where the lines that hold `.item`, `.any`, ... start
+        for m in self._dd_dot.finditer(text):
+            if "\n" in m.group(0):
+                return True
+            lines.add(text.rfind("\n", 0, m.start()) + 1)
+        if not lines:
+            return False
+        last = max(lines)
+        for m in _HEADER.finditer(text, 0, text.find("\n", last) % (len(text) + 1)):
+            if m.start() in lines or not _one_line_header(m.group(0)):
+                return True  # a test holds the call, or a test may go on over lines that do
+        return False
+
+    # --- the tree ---------------------------------------------------------------------------------------
+
+    def scan(self, tree: ast.AST, *, uses_torch: bool) -> list[Match]:
+        """Every match in one parsed file."""
+        return _FileScan(self, uses_torch).run(tree)
 
     def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, int]]:
         """String constants inside setup(install_requires=..., extras_require=...) calls."""
@@ -90,12 +306,166 @@ class PythonMatcher:
                             yield m.group(1), const.lineno
 
 
-class _Visitor:
-    def __init__(self, matcher: PythonMatcher, aliases: dict[str, str], uses_torch: bool) -> None:
+# Fields that never hold a syntax node worth visiting (names, flags, operators, contexts).
+_LEAF_FIELDS = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "arg",
+        "module",
+        "level",
+        "name",
+        "asname",
+        "names",
+        "type_comment",
+        "simple",
+        "is_async",
+        "conversion",
+        "kind",
+        "rest",
+        "kwd_attrs",
+        "tag",
+        "lineno",
+    }
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.MatchSingleton: ()}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold nodes, last first (the pass pushes them on a stack)."""
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(reversed([f for f in getattr(cls, "_fields", ()) if f not in _LEAF_FIELDS]))
+        _CHILD_FIELDS[cls] = fields
+    return fields
+
+
+class _FileScan(ast.NodeVisitor):
+    """One pass over a file's tree that collects what the rules look at, then matches it.
+
+    Imports are matched as they are met; attribute chains, calls, decorated functions and `if`/`while`
+    tests are kept and matched after the pass, once every import alias of the file is known.
+    """
+
+    def __init__(self, matcher: PythonMatcher, uses_torch: bool) -> None:
         self.m = matcher
-        self.aliases = aliases
         self.torch = uses_torch
+        self.aliases: dict[str, str] = {}
         self.out: list[Match] = []
+        self.chains: list[tuple[ast.Attribute, str]] = []  # outermost attribute chains on a name
+        self.calls: list[ast.Call] = []
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.tests: list[tuple[ast.If | ast.While, list[ast.Call]]] = []
+        self._handlers: dict[type, Callable[[Any], bool]] = {
+            ast.Import: self.visit_Import,
+            ast.ImportFrom: self.visit_ImportFrom,
+            ast.Attribute: self.visit_Attribute,
+            ast.Call: self.visit_Call,
+            ast.FunctionDef: self.visit_FunctionDef,
+            ast.AsyncFunctionDef: self.visit_FunctionDef,
+        }
+        if uses_torch and matcher._data_dependent is not None:
+            self._handlers[ast.If] = self.visit_If
+            self._handlers[ast.While] = self.visit_If
+        self._test_calls: list[ast.Call] | None = None
+        self._stack: list[ast.AST] = []
+
+    def run(self, tree: ast.AST) -> list[Match]:
+        self.visit(tree)
+        self._match()
+        return self.out
+
+    # The pass: iterative (deep expressions do not hit the recursion limit), children in source order.
+    def visit(self, node: ast.AST) -> None:
+        stack = self._stack
+        stack.append(node)
+        pop, push = stack.pop, stack.append
+        handlers = self._handlers
+        fields_of = _CHILD_FIELDS
+        while stack:
+            node = pop()
+            cls = type(node)
+            handler = handlers.get(cls)
+            if handler is not None and handler(node):
+                continue
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = _child_fields(cls)
+            for field in fields:
+                value = getattr(node, field, None)
+                if value is None:
+                    continue
+                if type(value) is list:
+                    for item in reversed(value):
+                        if item is not None:
+                            push(item)
+                elif isinstance(value, ast.AST):
+                    push(value)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        self.visit(node)
+
+    def _add(self, rule: int, message: str, line: int) -> None:
+        self.out.append((self.m.ids[rule], message, line))
+
+    # Handlers return True when they have queued the node's children themselves.
+    def visit_Import(self, node: ast.Import) -> bool:
+        for a in node.names:
+            head = a.name.split(".")[0]
+            self.aliases[a.asname or head] = a.name if a.asname else head
+            hit = self.m.import_match(a.name)
+            if hit is not None:
+                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+        return True
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> bool:
+        if node.module and node.level == 0:
+            for a in node.names:
+                self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            hit = self.m.import_match(node.module, [a.name for a in node.names])
+            if hit is not None:
+                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+        return True
+
+    def visit_Attribute(self, node: ast.Attribute) -> bool:
+        base = node.value
+        while type(base) is ast.Attribute:  # inner links of the chain are not matched on their own
+            base = base.value
+        if type(base) is ast.Name:
+            self.chains.append((node, base.id))
+        else:
+            self._stack.append(base)
+        return True
+
+    def visit_Call(self, node: ast.Call) -> bool:
+        self.calls.append(node)
+        if self._test_calls is not None:
+            self._test_calls.append(node)
+        return False
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        if node.decorator_list:
+            self.functions.append(node)
+        return False
+
+    def visit_If(self, node: ast.If | ast.While) -> bool:
+        for stmt in reversed(node.orelse):
+            self._stack.append(stmt)
+        for stmt in reversed(node.body):
+            self._stack.append(stmt)
+        calls: list[ast.Call] = []
+        outer, self._test_calls = self._test_calls, calls
+        saved, self._stack = self._stack, []
+        self.visit(node.test)  # an expression: it holds no statement, so no nested test
+        self._stack, self._test_calls = saved, outer
+        if calls:
+            self.tests.append((node, calls))
+        return True
+
+    # --- matching, after the pass -----------------------------------------------------------------------
 
     def resolve(self, node: ast.AST) -> str | None:
         name = _dotted(node)
@@ -105,102 +475,66 @@ class _Visitor:
         full = self.aliases.get(head, head)
         return f"{full}.{rest}" if rest else full
 
-    def run(self, tree: ast.AST) -> list[Match]:
-        inner: set[int] = set()  # attribute nodes that are part of a longer chain
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
-                inner.add(id(node.value))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self._import(a.name, node.lineno)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                self._import(node.module, node.lineno, [a.name for a in node.names])
-            elif isinstance(node, ast.Attribute) and id(node) not in inner:
-                self._attribute(node)
-            elif isinstance(node, ast.Call):
-                self._call(node)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self._decorators(node)
-            elif isinstance(node, ast.If | ast.While) and self.torch:
-                self._control_flow(node)
-        return self.out
-
-    def _add(self, rule: CodeRule, message: str, line: int) -> None:
-        self.out.append((rule.id, message, line))
-
-    def _import(self, module: str, line: int, names: Sequence[str] = ()) -> None:
-        candidates = [module, *(f"{module}.{n}" for n in names)]
-        for r in self.m.rules:
-            hit = next((c for c in candidates for p in r.imports if _prefix(c, p)), None)
-            if hit:
-                self._add(r, f"imports {hit}", line)
-                return
-
-    def _attribute(self, node: ast.Attribute) -> None:
-        name = self.resolve(node)
-        if name is None:
-            return
-        rule = self.m._call_rule(name)
-        if rule is not None and ("." in name or name in self.aliases):
-            self._add(rule, f"uses {name}", node.lineno)
+    def _match(self) -> None:
+        m = self.m
+        for node, _ in self.chains:
+            name = self.resolve(node)
+            rule = m.call_rule(name) if name else None
+            if rule is not None:
+                self._add(rule, f"uses {name}", node.lineno)
+        for call in self.calls:
+            self._call(call)
+        for fn in self.functions:
+            for deco in fn.decorator_list:
+                name = self.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+                rule = m._decorators.get(name) if name else None
+                if rule is not None:
+                    self._add(rule, f"@{name} kernel {fn.name}", fn.lineno)
+                    break
+        for test, calls in self.tests:
+            self._control_flow(test, calls)
 
     def _call(self, node: ast.Call) -> None:
+        m = self.m
         func = node.func
-        if isinstance(func, ast.Name):  # a bare name imported with `from x import y`
-            name = self.resolve(func)
-            rule = self.m._call_rule(name) if name and func.id in self.aliases else None
+        if type(func) is ast.Name and func.id in self.aliases:  # a bare name from `from x import y`
+            name = self.aliases[func.id]
+            rule = m.call_rule(name)
             if rule is not None:
                 self._add(rule, f"calls {name}", node.lineno)
                 return
-        if (
-            self.torch
-            and isinstance(func, ast.Attribute)
-            and self.m._call_rule(self.resolve(func) or "") is None
-        ):
-            for r in self.m.rules:
-                if func.attr in r.methods:
-                    self._add(r, f"calls .{func.attr}()", node.lineno)
-                    return
+        if self.torch and type(func) is ast.Attribute:
+            rule = m._methods.get(func.attr)
+            if rule is not None and m.call_rule(self.resolve(func) or "") is None:
+                self._add(rule, f"calls .{func.attr}()", node.lineno)
+                return
         for kw in node.keywords:
-            value = kw.value.value if isinstance(kw.value, ast.Constant) else None
+            value = kw.value.value if type(kw.value) is ast.Constant else None
             if kw.arg is None or not isinstance(value, str):
                 continue
-            for r in self.m.rules:
-                for spec in r.keywords:
-                    key, want = spec.split("=", 1)
-                    if kw.arg == key and (value == want or value.startswith(want + ":")):
-                        self._add(r, f"passes {kw.arg}={value!r}", node.lineno)
-                        return
+            rule = m._keyword_rule(kw.arg, value)
+            if rule is not None:
+                self._add(rule, f"passes {kw.arg}={value!r}", node.lineno)
+                return
         if self.torch:
             for arg in node.args:
-                value = arg.value if isinstance(arg, ast.Constant) else None
+                value = arg.value if type(arg) is ast.Constant else None
                 if not isinstance(value, str):
                     continue
-                for r in self.m.rules:
-                    if any(value == s or value.startswith(s + ":") for s in r.string_args):
-                        self._add(r, f"passes {value!r}", node.lineno)
-                        return
-
-    def _decorators(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for deco in node.decorator_list:
-            target = deco.func if isinstance(deco, ast.Call) else deco
-            name = self.resolve(target)
-            for r in self.m.rules:
-                if name and name in r.decorators:
-                    self._add(r, f"@{name} kernel {node.name}", node.lineno)
+                rule = m._value_rule(m._string_args, value)
+                if rule is not None:
+                    self._add(rule, f"passes {value!r}", node.lineno)
                     return
 
-    def _control_flow(self, node: ast.If | ast.While) -> None:
-        for sub in ast.walk(node.test):
-            if not isinstance(sub, ast.Call):
-                continue
-            func = sub.func
+    def _control_flow(self, node: ast.If | ast.While, calls: list[ast.Call]) -> None:
+        rule = self.m._data_dependent
+        assert rule is not None
+        for call in calls:
+            func = call.func
             name = self.resolve(func) or ""
             method = func.attr if isinstance(func, ast.Attribute) else ""
             if name in _DATA_DEPENDENT_CALLS or method in _DATA_DEPENDENT_METHODS:
                 what = name if name in _DATA_DEPENDENT_CALLS else f".{method}()"
                 kind = "while" if isinstance(node, ast.While) else "if"
-                rule = next(r for r in self.m.rules if r.id == "data-dependent-control-flow")
                 self._add(rule, f"`{kind}` on a tensor value ({what})", node.lineno)
                 return

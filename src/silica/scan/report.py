@@ -1,7 +1,10 @@
 """The values a scan returns. Interfaces serialise these; they compute nothing of their own.
 
 `ScanReport.to_dict()` is the `--json` output: the issue's four keys (`target_verdicts`, `ops`, `findings`,
-`effort_weeks`) come first, and the detail behind each verdict follows under `targets`.
+`effort_weeks`) come first, then `status`, and the detail behind each verdict follows under `targets`.
+`status` is "failed" when a model scan could not build or trace the model (the factory raised, transformers
+rejected the config, export and dynamo both failed): the findings say why, and the verdicts and effort are
+placeholders, not an estimate.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ __all__ = [
     "OpStatus",
     "OpUse",
     "ScanReport",
+    "Status",
     "Target",
     "TargetVerdict",
     "Verdict",
@@ -34,6 +38,8 @@ OpStatus = Literal["supported", "limited", "unsupported"]
 # What a finding does to a target's verdict: nothing, at least needs-work, or blocked.
 Impact = Literal["info", "needs-work", "blocker"]
 IMPACTS: tuple[Impact, ...] = ("info", "needs-work", "blocker")
+# "failed": the scan ran but could not look at the model; its verdicts and effort are not an estimate.
+Status = Literal["ok", "failed"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,11 @@ class ScanReport:
     seconds: float = 0.0
     files_scanned: int = 0
     versions: Mapping[str, str] = field(default_factory=dict)
+    status: Status = "ok"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
 
     def verdict(self, target: str) -> Verdict:
         return self.target_verdicts[target].verdict
@@ -136,6 +147,7 @@ class ScanReport:
             "ops": [asdict(o) for o in self.ops],
             "findings": [f.to_dict() for f in self.findings],
             "effort_weeks": self.effort_weeks,
+            "status": self.status,
             "subject": self.subject,
             "kind": self.kind,
             "model_type": self.model_type,
