@@ -148,6 +148,10 @@ TORCH_BLOCKS = [
         q = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if mask is not None and (
+            mask.dtype == torch.bool  # True means "attend"; SDPA wants an additive float mask here
+        ):
+            mask = torch.zeros_like(mask, dtype=q.dtype).masked_fill(~mask, float("-inf"))
         if self.n_kv_heads != self.n_heads:
             # repeat the shared heads so that every query head has a key and a value
             rep = self.n_heads // self.n_kv_heads
@@ -249,7 +253,10 @@ def collate_@N@(batch):
             scheduler.step()
         total += loss.item()
         steps += 1
-        if step % log_every == 0:
+        if (
+            step % log_every == 0
+            and (not dist.is_initialized() or dist.get_rank() == 0)  # rank 0 logs for all
+        ):
             logger.info("step %d loss %.4f", step, total / steps)
     return total / max(steps, 1)
 ''',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -289,6 +290,11 @@ PREFILTER_CASES = [
     ("import torch as T\nT.compile(m, mode='reduce-overhead')\n", "inductor-modes", 2),
     ("import torch\nif f(f\"{d['(']}\",\n     x.item()):\n    pass\n", "data-dependent-control-flow", 2),
     ('import torch\nif x == """a\nb""" or y.all():\n    pass\n', "data-dependent-control-flow", 2),
+    (
+        "import torch\nwhile (a and  # it's long\n       b and\n       x.any()):\n    pass\n",
+        "data-dependent-control-flow",
+        2,
+    ),
 ]
 
 
@@ -312,6 +318,9 @@ def test_prefilter_skips_files_no_rule_can_match() -> None:
     source = (
         '"""All layers; any device."""\nimport torch\n\n\ndef step(loss, log):\n'
         '    if log and "loss" in log:  # it\'s "printed" (later)\n        log["loss"] = loss.item()\n'
+        "    if (\n        log is not None  # a test over lines (with a comment)\n        and step % 10 == 0\n"
+        "    ):\n        print(loss.item())\n"
         "    return [t.tolist() for t in loss.all_gather()]\n"
     )
+    assert matcher.scan(ast.parse(source), uses_torch=True) == []  # nothing to find: skipping is right
     assert not matcher.needs_ast(source, uses_torch=True)

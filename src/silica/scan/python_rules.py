@@ -38,7 +38,7 @@ _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _GAP = r"(?:\s|\\|#[^\n]*+)*+"
 # The names bound by `from torch import ...`, parenthesised or not (comments may hold a closing bracket).
 _FROM_TORCH = re.compile(
-    r"\bfrom[\s\\]+torch[\s\\]+import[\s\\]*(\((?:[^)#]|#[^\n]*+)*+\)|(?:[^\n\\#;]|\\\r?\n)*+)"
+    r"from[\s\\]+torch[\s\\]+import[\s\\]*(\((?:[^)#]|#[^\n]*+)*+\)|(?:[^\n\\#;]|\\\r?\n)*+)"
 )
 # A line that may open an `if`, `elif` or `while` statement (compound statements start a logical line).
 _HEADER = re.compile(r"^[ \t\f]*(?:if|elif|while)\b[^\n]*", re.MULTILINE)
@@ -90,28 +90,38 @@ def _tokens(words: set[str]) -> frozenset[bytes] | None:
     return frozenset(out)
 
 
-def _one_line_header(line: str) -> bool:
-    """True when an `if`/`while` header line certainly ends its logical line (so its test is on it)."""
-    if _F_STRING.search(line):
-        return False
-    code = _SIMPLE_STRING.sub("", line)  # left to right, as the tokenizer reads them
-    first = _STRING_OR_COMMENT.search(code)
-    if first is not None:
-        if first.group(0) != "#":  # triple quotes or escapes: cannot tell where the string ends
-            return False
-        code = code[: first.start()]  # a comment: no string is open before it
-    code = code.rstrip()
-    if code.endswith("\\"):
-        return False
+def _logical_line_end(text: str, start: int) -> int | None:
+    """Where the logical line that starts at `start` ends (an offset in `text`), following open brackets and
+    backslashes over physical lines; None when the text does not tell for sure (a string that may span
+    lines, an f-string that may nest quotes, unbalanced brackets)."""
     depth = 0
-    for ch in code:
-        if ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
+    pos = start
+    size = len(text)
+    while True:
+        end = text.find("\n", pos)
+        if end < 0:
+            end = size
+        line = text[pos:end]
+        if _F_STRING.search(line):
+            return None
+        code = _SIMPLE_STRING.sub("", line)  # left to right, as the tokenizer reads them
+        first = _STRING_OR_COMMENT.search(code)
+        if first is not None:
+            if first.group(0) != "#":  # triple quotes or escapes: cannot tell where the string ends
+                return None
+            code = code[: first.start()]  # a comment: no string is open before it
+        for ch in code:
+            if ch in _OPEN:
+                depth += 1
+            elif ch in _CLOSE:
+                depth -= 1
+                if depth < 0:
+                    return None
+        if depth == 0 and not code.rstrip().endswith("\\"):
+            return end
+        if end == size:
+            return None
+        pos = end + 1
 
 
 class PythonMatcher:
@@ -272,18 +282,17 @@ class PythonMatcher:
             text = text.replace("\r\n", "\n")
             if "\r" in text:  # old Mac line ends: the line logic below does not apply
                 return True
-        lines: set[int] = set()  # where the lines that hold `.item`, `.any`, ... start
-        for m in self._dd_dot.finditer(text):
-            if "\n" in m.group(0):
-                return True
-            lines.add(text.rfind("\n", 0, m.start()) + 1)
-        if not lines:
+        calls = [m.start() for m in self._dd_dot.finditer(text)]  # `.item`, `.any`, ...
+        if not calls:
             return False
-        last = max(lines)
-        for m in _HEADER.finditer(text, 0, text.find("\n", last) % (len(text) + 1)):
-            if m.start() in lines or not _one_line_header(m.group(0)):
-                return True  # a test holds the call, or a test may go on over lines that do
-        return False
+        last = calls[-1]
+        tests: list[tuple[int, int]] = []  # the logical lines of `if`/`while` headers before the last call
+        for m in _HEADER.finditer(text, 0, last + 1):
+            end = _logical_line_end(text, m.start())
+            if end is None:
+                return True  # cannot tell where this test ends: it may hold a call
+            tests.append((m.start(), end))
+        return any(start <= call <= end for call in calls for start, end in tests)
 
     # --- the tree ---------------------------------------------------------------------------------------
 
