@@ -10,7 +10,8 @@ app = typer.Typer(
     name="silica",
     help="Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
@@ -30,11 +31,47 @@ def _root(
     """Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs."""
 
 
+def _plain_option_types() -> None:
+    """Show help the way people read it: no `<bool>` after a flag, `TEXT...` for a repeatable option.
+
+    Typer 0.2x prints its internal annotation (`<bool>`, `<list[str]>`) in the rich help table;
+    a flag takes no value, so the label only misleads. This keeps typer's label for everything else.
+    """
+    from typer.core import TyperOption
+
+    original = TyperOption.display_type_rich
+    if getattr(original, "_silica", False):
+        return
+
+    def display(self: TyperOption, ctx: object) -> str | None:
+        if self.is_flag and self.metavar is None:
+            return None
+        label = original(self, ctx)  # type: ignore[arg-type]
+        if label and label.startswith("<list[") and label.endswith("]>"):
+            inner = label[6:-2].upper()
+            return ("TEXT" if inner == "STR" else inner) + "..."
+        return label
+
+    display._silica = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_plain_option_types()
+
+
 def _register() -> None:
     # Each module adds its commands to `app`; imports are light (typer only) by convention.
     import importlib
 
-    for name in ("catalog_cmd", "estimate_cmd", "validate_cmd", "scan_cmd", "advise_cmd", "fleet_cmd"):
+    for name in (
+        "catalog_cmd",
+        "models_cmd",
+        "estimate_cmd",
+        "validate_cmd",
+        "scan_cmd",
+        "advise_cmd",
+        "fleet_cmd",
+    ):
         try:
             module = importlib.import_module(f"silica.cli.{name}")
         except ModuleNotFoundError as err:

@@ -51,14 +51,19 @@ def load_config(name_or_path: str) -> dict[str, Any]:
 
 
 def load_model(name_or_path: str) -> ModelSpec:
-    """A bundled id (parsed once, then cached) or a local config.json, whose id is its file stem."""
+    """A bundled id (parsed once, then cached), a local config.json (its id is the file stem), or a
+    Hugging Face repo id (`meta-llama/Llama-3.1-8B`) whose config.json is in the local HF cache."""
     if name_or_path in _bundled_ids():
         return _load_bundled(name_or_path)
     path = _locate(name_or_path)
     config = _read_json(path)
     # A local file's own `_source` wins; otherwise the file is the source. Local files are not
     # cached: the user may be editing them between calls.
-    return parse_config(config, _local_id(path), source="" if "_source" in config else str(path))
+    model_id = _local_id(path)
+    source = str(path)
+    if "/" in model_id:  # from the Hugging Face cache: name the repo and the revision, not a cache path
+        source = f"Hugging Face {model_id} config.json, revision {path.parent.name} (local cache)"
+    return parse_config(config, model_id, source="" if "_source" in config else source)
 
 
 @functools.cache
@@ -117,10 +122,16 @@ def _provenance() -> dict[str, _Provenance]:
         raise DataFileError(f"Cannot read {_PROVENANCE}: {err.strerror}.", "reinstall silica.") from err
 
 
+# A Hugging Face repo id: "org/name", no path separators beyond the one slash, no file suffix.
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+
+
 def _locate(name_or_path: str) -> Path:
     if name_or_path in _bundled_ids():
         return _DATA_DIR / f"{name_or_path}.json"
     path = Path(name_or_path).expanduser()
+    if _REPO_ID.fullmatch(name_or_path) and not path.exists() and path.suffix != ".json":
+        return _from_hub_cache(name_or_path)
     if path.suffix != ".json" and len(path.parts) < 2 and not path.exists():
         raise _unknown(name_or_path)  # a bare word: a misspelt id, not a path
     if path.is_dir() and (path / "config.json").is_file():
@@ -133,8 +144,49 @@ def _locate(name_or_path: str) -> Path:
     return path
 
 
+def _from_hub_cache(repo_id: str) -> Path:
+    """A repo id's config.json from the local Hugging Face cache (HF_HUB_CACHE / HF_HOME), offline.
+
+    Nothing is downloaded unless the user opts in with SILICA_HF_DOWNLOAD=1: Silica must work on a
+    machine with no network, and a model hub is not a dependency of an estimate. Only config.json is
+    ever fetched, never weights.
+    """
+    import os
+
+    try:
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    except ImportError:
+        raise DataFileError(
+            f"{repo_id!r} looks like a Hugging Face repo id, but huggingface_hub is not installed.",
+            "pip install 'silica[hub]', or pass the path of the model's config.json.",
+        ) from None
+    cached = try_to_load_from_cache(repo_id, "config.json")
+    if isinstance(cached, str) and Path(cached).is_file():
+        return Path(cached)
+    if os.environ.get("SILICA_HF_DOWNLOAD") == "1":
+        try:
+            return Path(hf_hub_download(repo_id, "config.json"))
+        except Exception as err:  # network, auth (gated repos), missing repo: all one line
+            reason = " ".join(str(err).split())[:200]
+            raise DataFileError(
+                f"Cannot download config.json of {repo_id!r}: {reason}.",
+                "check the repo id and your network/token (HF_TOKEN), or pass a local config.json.",
+            ) from None
+    raise DataFileError(
+        f"{repo_id!r} is not a bundled model and its config.json is not in the local Hugging Face cache.",
+        f"run `huggingface-cli download {repo_id} config.json` (or set SILICA_HF_DOWNLOAD=1 to let "
+        "Silica fetch config.json only), or pass the path of a config.json.",
+    )
+
+
 def _local_id(path: Path) -> str:
-    """The file stem; for a Hugging Face folder's `config.json`, the folder's name."""
+    """The file stem; for a Hugging Face folder's `config.json`, the folder's name; for a file in the
+    Hugging Face cache (.../models--org--name/snapshots/REV/config.json), the repo id org/name."""
+    parts = path.parts
+    if path.name == "config.json" and len(parts) >= 4 and parts[-3] == "snapshots":
+        repo = parts[-4]
+        if repo.startswith("models--"):
+            return repo[len("models--") :].replace("--", "/")
     return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
 
 
