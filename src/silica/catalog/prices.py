@@ -19,7 +19,14 @@ from silica.catalog._offer import OfferSku, read_offer
 from silica.catalog.schema import PURCHASE_OPTIONS, Catalog, Price, PurchaseOption
 from silica.errors import DataFileError, InputError, UnknownNameError
 
-__all__ = ["DEFAULT_PREFERENCE", "import_offer_file", "parse_price_overrides", "price_for", "write_prices"]
+__all__ = [
+    "DEFAULT_PREFERENCE",
+    "import_offer_file",
+    "offer_sku_prices",
+    "parse_price_overrides",
+    "price_for",
+    "write_prices",
+]
 
 # With no option asked for: a user's own price, else the on-demand list price. Nothing else, because
 # the other bundled rates are not comparable with a list price: spot and reserved are a risk or a
@@ -117,10 +124,17 @@ def import_offer_file(path: Path, known: Collection[str] | None = None) -> list[
         known = load_catalog().instances
     path = Path(path)
     offer = read_offer(path, known)
-    as_of = offer.publication_date[:10]
     source = f"AWS Price List offer file {path.name} (AmazonEC2 version {offer.version or '?'})"
+    return offer_sku_prices(path, offer.skus, source, offer.publication_date[:10])
+
+
+def offer_sku_prices(path: Path, skus: Iterable[OfferSku], source: str, as_of: str) -> list[Price]:
+    """Prices of kept SKUs (offer-file layout terms), one rate per instance, region and option.
+
+    Shared by the offer-file and `aws pricing get-products` importers, which hold the same terms.
+    """
     prices: dict[tuple[str, str, str], Price] = {}
-    for sku in offer.skus:
+    for sku in skus:
         for option, usd in _sku_prices(path, sku):
             key = (sku.instance, sku.region, option)
             if key in prices:

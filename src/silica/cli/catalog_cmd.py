@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
+from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 __all__ = ["register"]
 
@@ -117,22 +118,82 @@ def register(app: typer.Typer) -> None:
             )
         console().print(table)
 
-    @catalog_app.command("import-prices")
+    @catalog_app.command(
+        "import-prices",
+        epilog="Examples:\n\n  silica catalog import-prices index.json --out prices.csv\n\n"
+        "  aws pricing get-products --service-code AmazonEC2 --region us-east-1 "
+        "--filters Type=TERM_MATCH,Field=instanceType,Value=p5.48xlarge > p5.json\n\n"
+        "  silica catalog import-prices p5.json --out prices.csv\n\n"
+        "  silica catalog import-prices ~/.sky/catalogs/v7/aws/vms.csv --out prices.csv",
+    )
     @handle_errors
     def import_prices_cmd(
-        offer: Path = typer.Argument(..., help="An AWS Price List AmazonEC2 region offer file (index.json)."),
+        source: Path = typer.Argument(
+            ...,
+            help="An AWS Price List offer file (index.json), `aws pricing get-products` JSON output, "
+            "or a SkyPilot AWS catalog CSV (vms.csv); the format is found from the content.",
+        ),
         out: Path = typer.Option(..., "--out", help="Where to write the prices CSV."),
+        output: str | None = output_option(),
+        as_json: bool = typer.Option(False, "--json", help="Shorthand for --output json."),
     ) -> None:
-        """Import on-demand and 1-yr reserved prices from an AWS offer file into a prices CSV."""
-        from silica.catalog import import_offer_file, write_prices
+        """Import on-demand, 1-yr reserved and spot prices into a prices CSV for --prices."""
+        from silica.catalog import write_prices
+        from silica.catalog.imports import import_prices
 
-        imported = import_offer_file(offer)
+        fmt = resolve_format(output, as_json, isatty=True)  # a summary line unless a format is asked for
+        kind, imported = import_prices(source)
         write_prices(imported, out)
+        if fmt != "table":
+            emit(
+                Listing(
+                    "imported prices",
+                    [Column(n) for n in ("instance", "region", "option", "usd_per_hour", "as_of")],
+                    [(p.instance, p.region, p.option, p.usd_per_hour, p.as_of) for p in imported],
+                ),
+                fmt,
+                {"format": kind, "out": str(out), "prices": imported} if fmt == "json" else None,
+            )
+            return
         kinds = sorted({p.option for p in imported})
         typer.echo(
-            f"Wrote {len(imported)} prices ({', '.join(kinds) or 'none'}) for "
+            f"Read {kind} file {source}. Wrote {len(imported)} prices ({', '.join(kinds) or 'none'}) for "
             f"{len({p.instance for p in imported})} instance types to {out}. "
             f"Use them with --prices {out}."
         )
+
+    @catalog_app.command(
+        "check-instances",
+        epilog="Examples:\n\n  aws ec2 describe-instance-types --instance-types p5.48xlarge trn2.48xlarge "
+        "inf2.xlarge > types.json\n\n  silica catalog check-instances types.json",
+    )
+    @handle_errors
+    def check_instances_cmd(
+        source: Path = typer.Argument(..., help="`aws ec2 describe-instance-types` JSON output."),
+        output: str | None = output_option(),
+        as_json: bool = typer.Option(False, "--json", help="Shorthand for --output json."),
+    ) -> None:
+        """Hold AWS's own instance facts (chips, vCPUs, memory) against Silica's catalog."""
+        from silica.catalog import load_catalog
+        from silica.catalog.imports import check_instance_types
+
+        checks = check_instance_types(source, load_catalog())
+        listing = Listing(
+            f"{len(checks)} accelerator instance types in {source.name}",
+            (
+                Column("instance", keep=True),
+                Column("accelerator"),
+                Column("chips", str, right=True),
+                Column("vCPUs", str, right=True, drop=2),
+                Column("memory GiB", lambda v: f"{v:,.0f}", right=True, drop=1),
+                Column("in catalog", lambda v: "yes" if v else "no (not estimated)"),
+                Column("differences", lambda v: "; ".join(v) or "none"),
+            ),
+            [
+                (c.instance, c.accelerator, c.chips, c.vcpus, c.memory_gib, c.in_catalog, c.differences)
+                for c in checks
+            ],
+        )
+        emit(listing, resolve_format(output, as_json), {"instances": checks})
 
     app.add_typer(catalog_app, name="catalog")
