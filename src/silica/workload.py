@@ -37,7 +37,9 @@ def check_dtype(value: str, what: str) -> Dtype:
 
 def _positive(name: str, value: float | None, flag: str) -> None:
     if value is not None and not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{name} must be a finite positive number, got {value}.", f"pass {flag} with a value above 0.")
+        raise InputError(
+            f"{name} must be a finite positive number, got {value}.", f"pass {flag} with a value above 0."
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from typing import Any
 import typer
 
 from silica.cli._common import console, handle_errors, plain, print_json
+from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
 _HTML = typer.Option(None, "--html", help="Write a self-contained HTML report (opens offline).")
@@ -78,24 +79,59 @@ def register(app: typer.Typer) -> None:
         else:
             _print_claims(result)
 
-    @app.command()
+    @app.command(
+        epilog="Examples:\n\n  silica history\n\n  silica history --kind estimate --limit 10\n\n"
+        "  silica history --id 42          # one record in full, as JSON",
+    )
     @handle_errors
     def history(
         kind: str | None = typer.Option(
-            None, "--kind", help="inventory, estimate, scan, recommendation, claim, fleet_sweep, ..."
+            None,
+            "--kind",
+            help="inventory, estimate, scan, recommendation, claim, fleet_sweep, pilot, monitor, ...",
         ),
-        limit: int = typer.Option(50, "--limit", help="How many records, newest first."),
+        limit: int = typer.Option(50, "--limit", min=1, max=100_000, help="How many records, newest first."),
+        record_id: int | None = typer.Option(
+            None, "--id", min=1, help="Show this one record in full (JSON)."
+        ),
+        output: str | None = output_option(),
         as_json: bool = _JSON,
     ) -> None:
         """List what the store keeps (SQLite in your data directory, or SILICA_DB_URL), newest first."""
         from silica.store import open_store
+        from silica.store.summary import summarize
 
         store = open_store()
-        found = store.history(kind, limit)
-        if as_json:
-            print_json({"database": store.display_url, "records": [r.to_dict() for r in found]})
+        if record_id is not None:
+            print_json(store.get(record_id).to_dict())
             return
-        _print_history(store.display_url, found)
+        found = store.history(kind, limit)
+        fmt = resolve_format(output, as_json)
+        if not found and fmt == "table":
+            what = f"no {kind} records" if kind else "no records yet"
+            typer.echo(
+                f"{store.display_url}: {what}. Runs of advise, claims, fleet sweep, pilot and monitor are kept here."
+            )
+            return
+        listing = Listing(
+            f"History: {store.display_url}",
+            (
+                Column("id", str, right=True, keep=True),
+                Column("time (UTC)", lambda t: t.strftime("%Y-%m-%d %H:%M"), drop=2),
+                Column("kind"),
+                Column("name", drop=1),
+                Column("summary"),
+            ),
+            [(r.id, r.created_at, r.kind, r.name, summarize(r.kind, r.payload)) for r in found],
+            notes=("Show one record in full with --id N.",) if found else (),
+        )
+        emit(
+            listing,
+            fmt,
+            {"database": store.display_url, "records": [r.to_dict() for r in found]}
+            if fmt == "json"
+            else None,
+        )
 
 
 def _advice_records(inv: Any, advice: Any) -> list[tuple[str, str, dict[str, Any]]]:
@@ -243,16 +279,4 @@ def _print_claims(report: Any) -> None:
         table.add_column(col)
     for c in report.claims:
         table.add_row(c.claim, c.verdict, c.computed)
-    console().print(table)
-
-
-def _print_history(database: str, records: list[Any]) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"History: {database}")
-    for col in ("id", "time (UTC)", "kind", "name", "summary"):
-        table.add_column(col)
-    for r in records:
-        summary = r.payload.get("verdict", "") if isinstance(r.payload, dict) else ""
-        table.add_row(str(r.id), r.created_at.strftime("%Y-%m-%d %H:%M:%S"), r.kind, r.name, str(summary))
     console().print(table)

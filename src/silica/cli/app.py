@@ -66,6 +66,7 @@ def _register() -> None:
     for name in (
         "catalog_cmd",
         "models_cmd",
+        "config_cmd",
         "estimate_cmd",
         "validate_cmd",
         "scan_cmd",

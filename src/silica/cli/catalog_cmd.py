@@ -84,15 +84,18 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = typer.Option(False, "--json", help="Print every field and every price as JSON."),
         prices: Path | None = typer.Option(
-            None, "--prices", help="A prices CSV or YAML map to apply on top."
+            None,
+            "--prices",
+            help="A prices CSV or YAML map to apply on top (default: SILICA_PRICES or config).",
         ),
         price: list[str] = typer.Option([], "--price", help="Override one price: INSTANCE=USD_PER_HOUR."),
     ) -> None:
         """List instances and UltraServers with chips, memory and the price that applies."""
         from silica.catalog import instance_rows, load_catalog, parse_price_overrides
+        from silica.config import load_settings
 
         overrides = parse_price_overrides(price, load_catalog().instances) if price else None
-        catalog = load_catalog(prices_path=prices, overrides=overrides)
+        catalog = load_catalog(prices_path=prices or load_settings().prices_path, overrides=overrides)
         rows = instance_rows(catalog, family)
         if as_json:
             print_json({"instances": rows})

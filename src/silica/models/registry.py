@@ -160,12 +160,16 @@ def _from_hub_cache(repo_id: str) -> Path:
             f"{repo_id!r} looks like a Hugging Face repo id, but huggingface_hub is not installed.",
             "pip install 'silica[hub]', or pass the path of the model's config.json.",
         ) from None
-    cached = try_to_load_from_cache(repo_id, "config.json")
+    # Read the cache location now, not when huggingface_hub was first imported (it caches env at import).
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
+    )
+    cached = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
     if isinstance(cached, str) and Path(cached).is_file():
         return Path(cached)
     if os.environ.get("SILICA_HF_DOWNLOAD") == "1":
         try:
-            return Path(hf_hub_download(repo_id, "config.json"))
+            return Path(hf_hub_download(repo_id, "config.json", cache_dir=cache_dir))
         except Exception as err:  # network, auth (gated repos), missing repo: all one line
             reason = " ".join(str(err).split())[:200]
             raise DataFileError(
