@@ -152,3 +152,61 @@ def test_check_instances_refuses_other_json(tmp_path: Path) -> None:
     path.write_text('{"Reservations": []}', encoding="utf-8")
     with pytest.raises(DataFileError, match="not `aws ec2 describe-instance-types` output"):
         check_instance_types(path, load_catalog())
+
+
+def _pages() -> list[dict[str, Any]]:
+    text = (REC / "get_products_ec2.json").read_text(encoding="utf-8")
+    decoder, pos, pages = json.JSONDecoder(), 0, []
+    while pos < len(text.rstrip()):
+        page, pos = decoder.raw_decode(text, pos)
+        pages.append(page)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return pages
+
+
+def test_refresh_pages_through_recorded_responses_with_the_documented_filters() -> None:
+    """botocore's Stubber replays the recorded GetProducts pages; nothing leaves the machine."""
+    boto3 = pytest.importorskip("boto3")
+    from botocore.stub import ANY, Stubber
+
+    from silica.catalog.refresh import refresh_prices
+
+    client = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    pages = _pages()
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_products", pages[0], {"ServiceCode": "AmazonEC2", "Filters": ANY, "FormatVersion": "aws_v1"}
+        )
+        stub.add_response(
+            "get_products",
+            pages[1],
+            {
+                "ServiceCode": "AmazonEC2",
+                "Filters": ANY,
+                "FormatVersion": "aws_v1",
+                "NextToken": "token-page-2",
+            },
+        )
+        prices = refresh_prices("us-east-1", ["p5.48xlarge", "inf2.xlarge", "trn1.32xlarge"], client=client)
+        stub.assert_no_pending_responses()
+    expected = [p for p in import_offer_file(DATA / "offer_sample.json") if p.region == "us-east-1"]
+    assert _key(prices) == _key(expected) and len(expected) >= 3
+    assert all("AWS Price List Query API" in p.source for p in prices)
+
+
+def test_refresh_failure_is_one_line() -> None:
+    boto3 = pytest.importorskip("boto3")
+    from botocore.stub import Stubber
+
+    from silica.catalog.refresh import refresh_prices
+
+    client = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    with Stubber(client) as stub:
+        stub.add_client_error("get_products", "AccessDeniedException", "User is not authorized")
+        with pytest.raises(DataFileError, match="AWS Price List query failed: .*not authorized"):
+            refresh_prices("us-east-1", ["p5.48xlarge"], client=client)

@@ -166,6 +166,42 @@ def register(app: typer.Typer) -> None:
         )
 
     @catalog_app.command(
+        "refresh-prices",
+        epilog="Examples:\n\n  silica catalog refresh-prices --region eu-west-1\n\n"
+        "  silica catalog refresh-prices --region us-west-2 --instance p5.48xlarge --instance trn1.32xlarge\n\n"
+        "Reaches AWS (your credentials); the prices are kept in a dated CSV to use offline with --prices.",
+    )
+    @handle_errors
+    def refresh_prices_cmd(
+        region: str = typer.Option(
+            ..., "--region", help="The AWS region whose prices to fetch, e.g. eu-west-1."
+        ),
+        instance: list[str] = typer.Option([], "--instance", help="Only these instance types (repeatable)."),
+        out: Path | None = typer.Option(
+            None, "--out", help="Where to write the CSV (default: the user cache dir)."
+        ),
+    ) -> None:
+        """Fetch current on-demand and reserved prices for one region from AWS (opt-in network access)."""
+        from silica.catalog import load_catalog, write_prices
+        from silica.catalog.refresh import default_cache_path, refresh_prices
+        from silica.errors import UnknownNameError
+
+        known = load_catalog().instances
+        wanted = instance or [i for i, spec in known.items() if spec.kind == "instance"]
+        for name in wanted:
+            if name not in known:
+                raise UnknownNameError("instance", name, known)
+        target = out or default_cache_path(region)
+        if out is None:
+            target.parent.mkdir(parents=True, exist_ok=True)  # Silica's own cache dir; a user's --out must exist
+        prices = refresh_prices(region, wanted)
+        write_prices(prices, target)
+        typer.echo(
+            f"Fetched {len(prices)} prices for {len({p.instance for p in prices})} instance types in {region}; "
+            f"wrote {target}. Use them with --prices {target} (or SILICA_PRICES)."
+        )
+
+    @catalog_app.command(
         "check-instances",
         epilog="Examples:\n\n  aws ec2 describe-instance-types --instance-types p5.48xlarge trn2.48xlarge "
         "inf2.xlarge > types.json\n\n  silica catalog check-instances types.json",
