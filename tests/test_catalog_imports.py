@@ -208,5 +208,5 @@ def test_refresh_failure_is_one_line() -> None:
     )
     with Stubber(client) as stub:
         stub.add_client_error("get_products", "AccessDeniedException", "User is not authorized")
-        with pytest.raises(DataFileError, match="AWS Price List query failed: .*not authorized"):
+        with pytest.raises(DataFileError, match=r"AWS Price List query failed: .*not authorized"):
             refresh_prices("us-east-1", ["p5.48xlarge"], client=client)

@@ -192,8 +192,8 @@ def register(app: typer.Typer) -> None:
             if name not in known:
                 raise UnknownNameError("instance", name, known)
         target = out or default_cache_path(region)
-        if out is None:
-            target.parent.mkdir(parents=True, exist_ok=True)  # Silica's own cache dir; a user's --out must exist
+        if out is None:  # Silica's own cache dir may be created; a user's --out folder must exist
+            target.parent.mkdir(parents=True, exist_ok=True)
         prices = refresh_prices(region, wanted)
         write_prices(prices, target)
         typer.echo(
