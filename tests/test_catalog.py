@@ -66,7 +66,7 @@ def test_every_row_loads_with_source_and_date(catalog: cat.Catalog) -> None:
         *catalog.instances.values(),
         *catalog.prices,
     ]
-    assert len(catalog.chips) == 19 and len(catalog.instances) == 32
+    assert len(catalog.chips) == 19 and len(catalog.instances) == 39  # 32 EC2 types + 7 reference systems
     for row in rows:
         assert row.source.strip() and row.as_of.strip(), row
     for inst in catalog.instances.values():
@@ -485,7 +485,7 @@ def test_cli_instances_json() -> None:
     listed = json.loads(result.stdout)["instances"]
     assert listed == plain(cat.instance_rows(load_catalog()))  # the library's rows, serialised
     rows = {r["instance"]["id"]: r for r in listed}
-    assert len(rows) == 32
+    assert len(rows) == 39  # EC2 types, UltraServers and reference systems (DGX, NVL72)
     assert rows["p5.48xlarge"]["instance"]["chip"] == rows["p5.48xlarge"]["chip"]["id"] == "h100"
     assert {(p["option"], p["usd_per_hour"]) for p in rows["p5.48xlarge"]["prices"]} >= {("on_demand", 55.04)}
     assert rows["p5.48xlarge"]["price"]["option"] == "on_demand"
@@ -518,7 +518,7 @@ def test_instance_rows(catalog: cat.Catalog) -> None:
     trn2 = next(r for r in rows if r.instance.id == "trn2.48xlarge")
     assert trn2.price is None and [p.option for p in trn2.prices] == ["spot"]
     assert trn2.hbm_gib_total == pytest.approx(16 * 96.0)
-    assert len(cat.instance_rows(catalog)) == 32
+    assert len(cat.instance_rows(catalog)) == 39
     hopper = {r.instance.id for r in cat.instance_rows(catalog, "Hopper")}
     assert "p5.48xlarge" in hopper and all(
         catalog.chips[catalog.instances[i].chip].family == "hopper" for i in hopper

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from silica.advise._yaml import Located, Path_, load_located
+from silica._yaml import Located, Path_, load_located
 from silica.advise.scanfile import ScanSummary, read_scan
 from silica.catalog import Catalog, load_catalog, price_for
 from silica.catalog.schema import Dtype, PurchaseOption

@@ -10,6 +10,7 @@ from silica.catalog.listing import InstanceRow, chip_rows, instance_rows
 from silica.catalog.loader import load_catalog
 from silica.catalog.prices import import_offer_file, parse_price_overrides, price_for, write_prices
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
+from silica.catalog.systems import Placement, chip_system, is_reference_system, load_systems, resolve_on
 from silica.errors import UnknownNameError
 
 __all__ = [
@@ -17,16 +18,21 @@ __all__ = [
     "Chip",
     "Instance",
     "InstanceRow",
+    "Placement",
     "Price",
     "PurchaseOption",
     "chip_rows",
+    "chip_system",
     "get_chip",
     "get_instance",
     "import_offer_file",
     "instance_rows",
+    "is_reference_system",
     "load_catalog",
+    "load_systems",
     "parse_price_overrides",
     "price_for",
+    "resolve_on",
     "write_prices",
 ]
 

@@ -246,15 +246,21 @@ def load_catalog(
     overrides: Mapping[str, float] | None = None,
     include_announced: bool = True,
     data_dir: Path | None = None,
+    systems_path: Path | None = None,
 ) -> Catalog:
     """The hardware catalog with every price the user supplied applied on top of the bundled ones.
 
     `prices_path` rows replace bundled rows with the same (instance, region, option); `overrides`
     ({instance: usd_per_hour}, from `--price INSTANCE=USD`) are stored as option "user". With
     `include_announced=False`, chips that are only announced (and their instances) are left out.
-    `data_dir` points at another set of the three CSVs (tests use it).
+    `data_dir` points at another set of the three CSVs (tests use it). `systems_path` adds a user's
+    systems (YAML, see `silica.catalog.systems`) before prices apply, so prices may name them.
     """
     catalog = _bundled((data_dir or DATA_DIR).resolve())
+    if systems_path is not None:
+        from silica.catalog.systems import load_systems
+
+        catalog = load_systems(Path(systems_path), catalog)
     if include_announced and prices_path is None and not overrides:
         return catalog
     chips = catalog.chips

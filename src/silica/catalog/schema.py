@@ -60,7 +60,9 @@ class Instance(_Row):
     id: str  # EC2 instance type or UltraServer name
     chip: str  # Chip.id
     chips: int = Field(ge=1)
-    kind: Literal["instance", "ultraserver"]
+    kind: Literal[
+        "instance", "ultraserver", "system"
+    ]  # system: a vendor reference domain (DGX node, NVL72 rack), no EC2 type
     vcpus: int | None
     memory_gib: float | None
     network_gbps: float | None  # EFA / ENA bandwidth to other instances

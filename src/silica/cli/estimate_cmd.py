@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,11 @@ _CAL = typer.Option(
     None, "--calibration", help="Calibration file from `silica calibrate` (default: bundled)."
 )
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
+_SYSTEMS = typer.Option(
+    None,
+    "--systems",
+    help="YAML file of your own systems (chip, chips per domain, link and network bandwidth, price).",
+)
 
 
 def _workload(kw: dict[str, Any]) -> Any:
@@ -78,27 +82,17 @@ def _workload(kw: dict[str, Any]) -> Any:
     )
 
 
-def _catalog(price: list[str] | None, prices: Path | None) -> Any:
+def _catalog(price: list[str] | None, prices: Path | None, systems: Path | None = None) -> Any:
     from silica.catalog import load_catalog, parse_price_overrides
 
-    overrides = parse_price_overrides(price or [], load_catalog()) if price else None
-    return load_catalog(prices_path=prices, overrides=overrides)
+    overrides = parse_price_overrides(price or [], load_catalog(systems_path=systems)) if price else None
+    return load_catalog(prices_path=prices, overrides=overrides, systems_path=systems)
 
 
 def _calibration(path: Path | None) -> Any:
     from silica.perf.calibration import load_calibration
 
     return load_calibration(path)
-
-
-def parse_on(value: str, known: set[str]) -> tuple[str, int]:
-    """`p5.48xlarge`, `p5.48xlargex4`; ids that end in x<digits> themselves win (u-p6e-gb200x72)."""
-    if value in known:
-        return value, 1
-    match = re.fullmatch(r"(.+)x(\d+)", value)
-    if match and match.group(1) in known:
-        return match.group(1), int(match.group(2))
-    return value, 1
 
 
 def _fmt(value: float | int | None, spec: str = ".1f") -> str:
@@ -111,7 +105,10 @@ def register(app: typer.Typer) -> None:
     def estimate(
         model: str = typer.Argument(..., help="Registry model id or path to a config.json."),
         on: str = typer.Option(
-            ..., "--on", help="INSTANCE or INSTANCExCOUNT, e.g. trn1.32xlarge or p5.48xlargex4."
+            ...,
+            "--on",
+            help="INSTANCE[xCOUNT] (trn1.32xlarge, p5.48xlargex4), CHIPxCOUNT (gb300x72, h100x1024) "
+            "or a system from --systems.",
         ),
         task: Task = typer.Option(Task.inference, "--task"),
         input_len: int = _INPUT,
@@ -135,6 +132,7 @@ def register(app: typer.Typer) -> None:
         option: str | None = _OPTION,
         region: str | None = _REGION,
         calibration: Path | None = _CAL,
+        systems: Path | None = _SYSTEMS,
         as_json: bool = _JSON,
     ) -> None:
         """Estimate one deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run."""
@@ -142,13 +140,14 @@ def register(app: typer.Typer) -> None:
         from silica.workload import Deployment
 
         wl = _workload(locals())
-        cat = _catalog(price, prices)
-        instance, count = parse_on(on, set(cat.instances))
+        from silica.catalog import resolve_on
+
+        placement = resolve_on(_catalog(price, prices, systems), on)
         result = run(
             model,
             wl,
-            Deployment(instance=instance, count=count, tp=tp, pp=pp),
-            catalog=cat,
+            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp),
+            catalog=placement.catalog,
             calibration=_calibration(calibration),
             option=option,  # type: ignore[arg-type]
             region=region,
@@ -188,6 +187,7 @@ def register(app: typer.Typer) -> None:
         option: str | None = _OPTION,
         region: str | None = _REGION,
         calibration: Path | None = _CAL,
+        systems: Path | None = _SYSTEMS,
         as_json: bool = _JSON,
     ) -> None:
         """Rank every instance type for a model and workload by cost; infeasible ones keep their reason."""
@@ -198,7 +198,7 @@ def register(app: typer.Typer) -> None:
             model,
             wl,
             instances=instances,
-            catalog=_catalog(price, prices),
+            catalog=_catalog(price, prices, systems),
             calibration=_calibration(calibration),
             option=option,  # type: ignore[arg-type]
             region=region,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from silica.catalog import get_instance, load_catalog, price_for
+from silica.catalog import get_instance, is_reference_system, load_catalog, price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
@@ -152,7 +152,11 @@ def resolve_targets(
     catalog = catalog or load_catalog()
     calibration = calibration or load_calibration()
     if instance_ids is None:
-        chosen = [i for i in catalog.instances.values() if include_announced or i.status == "available"]
+        chosen = [
+            i
+            for i in catalog.instances.values()
+            if (include_announced or i.status == "available") and not is_reference_system(i)
+        ]
     else:
         chosen = [get_instance(catalog, i) for i in instance_ids]
     targets = []

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from silica.catalog import load_catalog
+from silica.catalog import chip_system, load_catalog
 from silica.catalog.schema import DTYPES, Catalog, Chip, Dtype, Instance
-from silica.errors import SilicaError
+from silica.errors import InputError, SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
@@ -61,8 +61,17 @@ class _Group:
 
 
 def _instance_for(row: BenchmarkRow, chip: Chip, catalog: Catalog) -> Instance | None:
+    """The named instance; else the chip's reference domain (DGX node, NVL72 rack); else its largest instance."""
     if row.instance in catalog.instances:
         return catalog.instances[row.instance]
+    try:
+        found = chip_system(catalog, chip.id, row.chips)
+    except InputError:  # not a whole number of domains: the row still ran on such domains
+        found = next(
+            ((i, 1) for i in catalog.instances.values() if i.chip == chip.id and i.kind == "system"), None
+        )
+    if found is not None:
+        return found[0]
     same = [i for i in catalog.instances.values() if i.chip == chip.id and i.kind == "instance"]
     return max(same, key=lambda i: i.chips) if same else None
 
