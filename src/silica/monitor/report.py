@@ -1,0 +1,573 @@
+"""Production against plan: the figures per deployment and window, drift, and what to do about it.
+
+`build_report` is a pure function of the telemetry and the plan; readers, the Prometheus client, the
+store and the renderers sit around it. Every figure is None when its signal is missing, and the report
+says which signal was missing: a missing counter is never read as zero tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from silica.errors import InputError
+from silica.monitor import figures as fg
+from silica.monitor.money import instance_cost, monthly_usd, per_million
+from silica.monitor.plan import Planned
+from silica.monitor.series import Series, Telemetry
+from silica.monitor.signals import CHIP_LABELS, HOST_LABELS, signal_of
+
+__all__ = ["Advice", "DeploymentReport", "Drift", "Latency", "MonitorReport", "Span", "build_report"]
+
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """One latency histogram over a span, in milliseconds."""
+
+    mean_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    count: float
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """The figures of one deployment over one interval (the whole range, a window or a chart step)."""
+
+    start: float
+    end: float
+    output_tokens: float | None
+    output_tokens_per_s: float | None
+    prompt_tokens_per_s: float | None
+    ttft: Latency | None
+    tpot: Latency | None
+    utilisation: float | None  # mean busy fraction over the deployment's chips
+    instances: int | None  # hosts reporting hardware telemetry in the interval
+    instance_hours: float | None
+    usd: float | None
+    usd_per_1m_output_tokens: float | None
+    requests_running: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """A window where a figure left the plan's band."""
+
+    deployment: str
+    start: float
+    end: float
+    figure: str  # "tpot_ms" or "ttft_ms"
+    planned: float
+    low: float
+    high: float
+    observed: float
+    ratio: float  # observed / planned
+    direction: str  # "slower" or "faster"
+
+    def describe(self) -> str:
+        pct = abs(self.ratio - 1.0) * 100
+        return (
+            f"{self.deployment} {_when(self.start)}-{_when(self.end)}: {self.figure[:4].upper()} "
+            f"{self.observed:.1f} ms vs plan {self.planned:.1f} ms ({pct:.0f}% {self.direction}, band "
+            f"{self.low:.1f}-{self.high:.1f} ms)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    kind: str  # "right-size", "move traffic", "recalibrate", "check"
+    deployment: str
+    text: str
+    monthly_saving_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class DeploymentReport:
+    name: str
+    plan: Planned
+    verdict: str
+    overall: Span
+    windows: tuple[Span, ...]
+    steps: tuple[Span, ...]  # for the charts
+    capacity_tokens_per_s: tuple[float | None, ...]  # per step: planned tokens/s for the hosts seen
+    chips: tuple[tuple[str, float], ...]  # (host/chip, mean busy fraction)
+    peak_instances: int | None
+    instances_from: str  # "telemetry" or "plan"
+    peak_output_tokens_per_s: float | None
+    drift: tuple[Drift, ...]
+    slo: dict[str, bool | None]
+    gaps: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MonitorReport:
+    since: float
+    until: float
+    window_s: float
+    step_s: float
+    sources: tuple[str, ...]
+    deployments: tuple[DeploymentReport, ...]
+    advice: tuple[Advice, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["since_iso"] = _iso(self.since)
+        out["until_iso"] = _iso(self.until)
+        out["drift"] = [d.describe() for dep in self.deployments for d in dep.drift]
+        return out
+
+    def summaries(self) -> list[tuple[str, dict[str, Any]]]:
+        """One store record per deployment and window: how it tracked its plan, not every sample."""
+        out = []
+        for dep in self.deployments:
+            for w in dep.windows:
+                drift = [d.describe() for d in dep.drift if d.start == w.start]
+                out.append(
+                    (
+                        f"{dep.name} {_iso(w.start)}/{_iso(w.end)}",
+                        {
+                            "deployment": dep.name,
+                            "instance": dep.plan.instance,
+                            "model": dep.plan.model,
+                            "start": _iso(w.start),
+                            "end": _iso(w.end),
+                            "verdict": "; ".join(drift) if drift else dep.verdict,
+                            "window": asdict(w),
+                            "planned": {
+                                "output_tokens_per_s_per_instance": dep.plan.tokens_per_s_per_instance,
+                                "ttft_ms": dep.plan.ttft_ms,
+                                "tpot_ms": dep.plan.tpot_ms,
+                                "usd_per_1m_output_tokens": dep.plan.usd_per_1m_output_tokens,
+                            },
+                            "drift": drift,
+                        },
+                    )
+                )
+        return out
+
+
+def build_report(
+    telemetry: Telemetry,
+    plans: Sequence[Planned],
+    *,
+    since: float,
+    until: float,
+    window_s: float = 3600.0,
+    step_s: float | None = None,
+    label: str = "deployment",
+    target_utilisation: float = 0.8,
+    ttft_slo_ms: float | None = None,
+    tpot_slo_ms: float | None = None,
+) -> MonitorReport:
+    """Compare telemetry between `since` and `until` (epoch seconds) with the planned deployments."""
+    if not plans:
+        raise InputError("No plan to compare with.", "pass --plan with an estimate, compare, advise or fleet plan result.")
+    if not until > since:
+        raise InputError("--until is not after --since.", "give a time range that moves forward.")
+    if not (window_s > 0 and math.isfinite(window_s)):
+        raise InputError("--window must be a positive duration.", "for example --window 1h.")
+    if not 0 < target_utilisation <= 1:
+        raise InputError("--target-utilisation must be in (0, 1].", "for example 0.8.")
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise InputError(
+            f"Two plans share the deployment name {max(names, key=names.count)!r}.",
+            "name them as NAME=PATH, each NAME the value of the deployment label.",
+        )
+    step = step_s or _default_step(until - since)
+    notes = list(telemetry.notes)
+    groups = _by_deployment(telemetry, since, until, label, plans, notes)
+    deps = tuple(
+        _deployment(
+            p, groups.get(p.name, []), since, until, window_s, step, target_utilisation,
+            ttft_slo_ms if ttft_slo_ms is not None else p.ttft_slo_ms,
+            tpot_slo_ms if tpot_slo_ms is not None else p.tpot_slo_ms,
+        )
+        for p in plans
+    )
+    advice = _advice(deps, target_utilisation)
+    return MonitorReport(since, until, window_s, step, telemetry.sources, deps, advice, tuple(notes))
+
+
+def _default_step(span: float) -> float:
+    for step in (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0):
+        if span / step <= 120:
+            return step
+    return 86400.0
+
+
+def _by_deployment(
+    tel: Telemetry, since: float, until: float, label: str, plans: Sequence[Planned], notes: list[str]
+) -> dict[str, list[Series]]:
+    clipped = [_clip(s, since, until) for s in tel.series]
+    clipped = [s for s in clipped if s.times]
+    if not clipped:
+        raise InputError(
+            f"No sample between {_iso(since)} and {_iso(until)} in {', '.join(tel.sources)}.",
+            f"the data spans {_iso(tel.start or 0)} to {_iso(tel.end or 0)}; adjust --since/--until.",
+        )
+    labelled = [s for s in clipped if s.label(label) is not None]
+    if not labelled:
+        if len(plans) == 1:
+            notes.append(f"no series carries a {label!r} label; all telemetry is taken as {plans[0].name}.")
+            return {plans[0].name: clipped}
+        raise InputError(
+            f"No series carries a {label!r} label, so telemetry cannot be split between {len(plans)} deployments.",
+            "add the label in Prometheus relabel_configs, pass --from NAME=FILE, or choose another with --label.",
+        )
+    out: dict[str, list[Series]] = defaultdict(list)
+    wanted = {p.name for p in plans}
+    for s in labelled:
+        out[str(s.label(label))].append(s)
+    for other in sorted(set(out) - wanted):
+        notes.append(f"telemetry for deployment {other!r}, which no plan names; not compared.")
+    unlabelled = len(clipped) - len(labelled)
+    if unlabelled:
+        notes.append(f"{unlabelled} series without a {label!r} label; not compared.")
+    return out
+
+
+def _clip(s: Series, since: float, until: float) -> Series:
+    keep = [i for i, t in enumerate(s.times) if since <= t <= until]
+    return Series(s.name, s.labels, tuple(s.times[i] for i in keep), tuple(s.values[i] for i in keep))
+
+
+def _classify(series: Sequence[Series]) -> dict[str, list[tuple[Series, float]]]:
+    """Series by signal key; histogram parts under 'key:bucket', 'key:sum', 'key:count'."""
+    out: dict[str, list[tuple[Series, float]]] = defaultdict(list)
+    for s in series:
+        found = signal_of(s.name)
+        if found:
+            out[found[0].key].append((s, found[2]))
+            continue
+        base, _, part = s.name.rpartition("_")
+        found = signal_of(base)
+        if found and found[0].kind == "histogram" and part in ("bucket", "sum", "count"):
+            out[f"{found[0].key}:{part}"].append((s, found[2]))
+    return out
+
+
+def _deployment(
+    plan: Planned,
+    series: list[Series],
+    since: float,
+    until: float,
+    window_s: float,
+    step_s: float,
+    target: float,
+    ttft_slo: float | None,
+    tpot_slo: float | None,
+) -> DeploymentReport:
+    sig = _classify(series)
+    missing = [
+        f"no {what} for {plan.name}: {figure} unknown"
+        for key, what, figure in (
+            ("generation_tokens", "engine token counter (vllm:generation_tokens_total, ...)", "delivered tokens/s and cost per 1M tokens"),
+            ("tpot:bucket", "TPOT histogram", "TPOT"),
+            ("ttft:bucket", "TTFT histogram", "TTFT"),
+            ("chip_utilisation", "DCGM or neuron-monitor utilisation", f"utilisation (instance-hours taken from the plan: {plan.count})"),
+        )
+        if key not in sig
+    ]
+    span = until - since
+    n_w = max(1, math.ceil(span / window_s - 1e-9))
+    n_s = max(1, math.ceil(span / step_s - 1e-9))
+    overall = _spans(plan, sig, since, span, 1)[0]
+    windows = tuple(_spans(plan, sig, since, window_s, n_w, clip_end=until))
+    steps = tuple(_spans(plan, sig, since, step_s, n_s, clip_end=until))
+    per_instance = plan.tokens_per_s_per_instance
+    capacity = tuple(
+        None if per_instance is None else per_instance * (s.instances if s.instances is not None else plan.count)
+        for s in steps
+    )
+    peak = max((s.output_tokens_per_s for s in steps if s.output_tokens_per_s is not None), default=None)
+    peak_instances = max((s.instances for s in steps if s.instances is not None), default=None)
+    drift = tuple(d for w in windows for d in _drift(plan, w))
+    slo = {
+        "ttft_p99_within_slo": _within(overall.ttft, ttft_slo),
+        "tpot_p99_within_slo": _within(overall.tpot, tpot_slo),
+    }
+    return DeploymentReport(
+        name=plan.name,
+        plan=plan,
+        verdict=_verdict(plan, drift, windows, peak, peak_instances, target),
+        overall=overall,
+        windows=windows,
+        steps=steps,
+        capacity_tokens_per_s=capacity,
+        chips=_chips(sig),
+        peak_instances=peak_instances,
+        instances_from="telemetry" if "chip_utilisation" in sig else "plan",
+        peak_output_tokens_per_s=peak,
+        drift=drift,
+        slo=slo,
+        gaps=tuple(_gaps(plan.name, series)),
+        missing=tuple(missing),
+    )
+
+
+def _spans(
+    plan: Planned,
+    sig: dict[str, list[tuple[Series, float]]],
+    start: float,
+    width: float,
+    count: int,
+    clip_end: float | None = None,
+) -> list[Span]:
+    gen = [s for s, _ in sig.get("generation_tokens", [])]
+    prompt = [s for s, _ in sig.get("prompt_tokens", [])]
+    tokens, _ = fg.counter_sums(gen, start, width, count) if gen else ([], 0)
+    prompt_tokens, _ = fg.counter_sums(prompt, start, width, count) if prompt else ([], 0)
+    latency = {key: _latency(sig, key, start, width, count) for key in ("ttft", "tpot")}
+    util, instances, hours = _hardware(sig, start, width, count)
+    running = _gauge_mean(sig.get("requests_running", []), start, width, count)
+    out = []
+    for i in range(count):
+        a = start + i * width
+        b = min(a + width, clip_end) if clip_end is not None else a + width
+        extent = _extent(gen, a, b)
+        out_tokens = tokens[i] if gen else None
+        rate = out_tokens / extent if out_tokens is not None and extent else None
+        prompt_rate = prompt_tokens[i] / _extent(prompt, a, b) if prompt and _extent(prompt, a, b) else None
+        inst_hours = hours[i] if hours is not None else (plan.count * extent / 3600.0 if extent else None)
+        usd = instance_cost(inst_hours, plan.usd_per_instance_hour)
+        out.append(
+            Span(
+                start=a,
+                end=b,
+                output_tokens=out_tokens,
+                output_tokens_per_s=rate,
+                prompt_tokens_per_s=prompt_rate,
+                ttft=latency["ttft"][i],
+                tpot=latency["tpot"][i],
+                utilisation=util[i],
+                instances=instances[i] if instances is not None else None,
+                instance_hours=inst_hours,
+                usd=usd,
+                usd_per_1m_output_tokens=per_million(usd, out_tokens),
+                requests_running=running[i],
+            )
+        )
+    return out
+
+
+def _extent(series: Sequence[Series], a: float, b: float) -> float:
+    """Seconds of (a, b] that the counters' samples span: the time their increase was counted over."""
+    if not series:
+        return 0.0
+    first = min(s.times[0] for s in series)
+    last = max(s.times[-1] for s in series)
+    return max(0.0, min(b, last) - max(a, first))
+
+
+def _latency(sig: dict[str, list[tuple[Series, float]]], key: str, start: float, width: float, count: int) -> list[Latency | None]:
+    buckets = [s for s, _ in sig.get(f"{key}:bucket", [])]
+    if not buckets:
+        return [None] * count
+    by_le = fg.bucket_sums(buckets, start, width, count)
+    sums, _ = fg.counter_sums([s for s, _ in sig.get(f"{key}:sum", [])], start, width, count)
+    counts, _ = fg.counter_sums([s for s, _ in sig.get(f"{key}:count", [])], start, width, count)
+    out: list[Latency | None] = []
+    for i in range(count):
+        cumulative = list(by_le[i].items())
+        total = max((c for le, c in cumulative if math.isinf(le)), default=0.0)
+        if total <= 0:
+            out.append(None)
+            continue
+        qs = [fg.histogram_quantile(q, cumulative) for q in QUANTILES]
+        mean = sums[i] / counts[i] * 1000.0 if counts and counts[i] > 0 else None
+        out.append(Latency(mean, *(None if q is None else q * 1000.0 for q in qs), total))
+    return out
+
+
+def _host(s: Series) -> str:
+    for key in HOST_LABELS:
+        value = s.label(key)
+        if value:
+            return value
+    return "?"
+
+
+def _chip(s: Series) -> str:
+    for key in CHIP_LABELS:
+        value = s.label(key)
+        if value is not None:
+            return f"{_host(s)}/{key} {value}"
+    return _host(s)
+
+
+def _hardware(
+    sig: dict[str, list[tuple[Series, float]]], start: float, width: float, count: int
+) -> tuple[list[float | None], list[int] | None, list[float] | None]:
+    util_series = sig.get("chip_utilisation", [])
+    if not util_series:
+        return [None] * count, None, None
+    means = [fg.gauge_means(s, start, width, count, scale) for s, scale in util_series]
+    util = []
+    for i in range(count):
+        vals = [m[i] for m in means if m[i] is not None]
+        util.append(sum(vals) / len(vals) if vals else None)
+    hosts: dict[str, Series] = {}
+    for s, _ in util_series:
+        h = _host(s)
+        if h not in hosts or len(s.times) > len(hosts[h].times):
+            hosts[h] = s
+    covered = [fg.covered_seconds(s, start, width, count) for s in hosts.values()]
+    hours = [sum(c[i] for c in covered) / 3600.0 for i in range(count)]
+    instances = [sum(1 for c in covered if c[i] > 0) for i in range(count)]
+    return util, instances, hours
+
+
+def _gauge_mean(items: list[tuple[Series, float]], start: float, width: float, count: int) -> list[float | None]:
+    """Sum over series of each series' mean (requests running across replicas)."""
+    if not items:
+        return [None] * count
+    means = [fg.gauge_means(s, start, width, count, scale) for s, scale in items]
+    out: list[float | None] = []
+    for i in range(count):
+        vals = [m[i] for m in means if m[i] is not None]
+        out.append(sum(vals) if vals else None)
+    return out
+
+
+def _chips(sig: dict[str, list[tuple[Series, float]]]) -> tuple[tuple[str, float], ...]:
+    out = []
+    for s, scale in sig.get("chip_utilisation", []):
+        if s.values:
+            out.append((_chip(s), sum(s.values) / len(s.values) * scale))
+    return tuple(sorted(out))
+
+
+def _gaps(name: str, series: Sequence[Series]) -> list[str]:
+    seen: dict[tuple[float, float], list[str]] = defaultdict(list)
+    for s in series:
+        for a, b in fg.gaps(s):
+            seen[(a, b)].append(_host(s) if _host(s) != "?" else s.name)
+    return [
+        f"{name}: no samples from {', '.join(sorted(set(who))[:3])} between {_iso(a)} and {_iso(b)} ({(b - a) / 60:.0f} min)"
+        for (a, b), who in sorted(seen.items())
+    ]
+
+
+def _drift(plan: Planned, w: Span) -> list[Drift]:
+    out = []
+    for figure, latency, planned, low, high in (
+        ("tpot_ms", w.tpot, plan.tpot_ms, plan.tpot_ms_low, plan.tpot_ms_high),
+        ("ttft_ms", w.ttft, plan.ttft_ms, plan.ttft_ms_low, plan.ttft_ms_high),
+    ):
+        if latency is None or latency.mean_ms is None or planned is None or low is None or high is None:
+            continue
+        observed = latency.mean_ms
+        if observed > high or observed < low:
+            out.append(
+                Drift(plan.name, w.start, w.end, figure, planned, low, high, observed, observed / planned,
+                      "slower" if observed > high else "faster")
+            )
+    return out
+
+
+def _within(latency: Latency | None, slo: float | None) -> bool | None:
+    if latency is None or latency.p99_ms is None or slo is None:
+        return None
+    return latency.p99_ms <= slo
+
+
+def _needed(plan: Planned, peak: float | None, target: float) -> int | None:
+    per = plan.tokens_per_s_per_instance
+    if per is None or peak is None or per <= 0:
+        return None
+    return max(1, math.ceil(peak / (per * target) - 1e-9))
+
+
+def _verdict(
+    plan: Planned, drift: tuple[Drift, ...], windows: tuple[Span, ...], peak: float | None, peak_instances: int | None, target: float
+) -> str:
+    if all(w.output_tokens is None and w.tpot is None for w in windows):
+        return "no engine metrics"
+    slow = [d for d in drift if d.direction == "slower"]
+    if slow:
+        worst = max(slow, key=lambda d: d.ratio)
+        return f"slower than plan ({worst.figure[:4].upper()} +{(worst.ratio - 1) * 100:.0f}% in {len({d.start for d in slow})} of {len(windows)} windows)"
+    needed = _needed(plan, peak, target)
+    have = peak_instances if peak_instances is not None else plan.count
+    if needed is not None and needed < have:
+        return f"over-provisioned (peak needs {needed} of {have} instances)"
+    if drift:
+        return "faster than plan"
+    return "on plan"
+
+
+def _advice(deps: Sequence[DeploymentReport], target: float) -> tuple[Advice, ...]:
+    out: list[Advice] = []
+    for d in deps:
+        needed = _needed(d.plan, d.peak_output_tokens_per_s, target)
+        have = d.peak_instances if d.peak_instances is not None else d.plan.count
+        slo_ok = all(v is not False for v in d.slo.values())
+        slow = any(x.direction == "slower" for x in d.drift)
+        if needed is not None and needed < have and slo_ok and not slow:
+            saving = monthly_usd(have - needed, d.plan.usd_per_instance_hour)
+            money = f"saves ${saving:,.0f}/month" if saving is not None else "saving unknown (no price)"
+            out.append(
+                Advice(
+                    "right-size",
+                    d.name,
+                    f"{d.name}: peak {d.peak_output_tokens_per_s:,.0f} output tokens/s needs {needed} "
+                    f"{d.plan.instance} at {target:.0%} of planned capacity, {have} ran; run {needed}: {money}.",
+                    saving,
+                )
+            )
+        windows_with_data = [w for w in d.windows if w.tpot is not None]
+        slow_windows = {x.start for x in d.drift if x.direction == "slower" and x.figure == "tpot_ms"}
+        if len(windows_with_data) >= 2 and len(slow_windows) == len(windows_with_data):
+            ratio = sum(x.ratio for x in d.drift if x.figure == "tpot_ms") / len(slow_windows)
+            out.append(
+                Advice(
+                    "recalibrate",
+                    d.name,
+                    f"{d.name}: TPOT is {(ratio - 1) * 100:.0f}% above plan in every window: the calibration for "
+                    f"{d.plan.family or d.plan.instance} does not fit this deployment; run "
+                    "`silica calibrate --from-monitor` on steady windows.",
+                )
+            )
+        elif slow:
+            out.append(Advice("check", d.name, f"{d.name}: slower than plan in some windows; see the drift list."))
+    hot = [d for d in deps if _load(d) is not None and (_load(d) or 0) > 0.9]
+    cold = [d for d in deps if _load(d) is not None and (_load(d) or 1) < 0.5]
+    for h in hot:
+        for c in cold:
+            if c.plan.model == h.plan.model and c is not h:
+                out.append(
+                    Advice(
+                        "move traffic",
+                        h.name,
+                        f"move traffic from {h.name} (peak {_load(h):.0%} of planned capacity) to {c.name} "
+                        f"(peak {_load(c):.0%}): both serve {h.plan.model or 'the same model'}.",
+                    )
+                )
+    return tuple(out)
+
+
+def _load(d: DeploymentReport) -> float | None:
+    loads = [
+        s.output_tokens_per_s / cap
+        for s, cap in zip(d.steps, d.capacity_tokens_per_s, strict=True)
+        if s.output_tokens_per_s is not None and cap
+    ]
+    return max(loads) if loads else None
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,205 @@
+"""Which metric names mean what: the telemetry Silica reads, per exporter, with where each is documented.
+
+Production signals come from three kinds of exporter that teams already run. Each names the same idea
+differently (vLLM's `vllm:generation_tokens_total` and SGLang's `sglang:generation_tokens_total` are the
+same counter), so the analysis works on canonical *signals* and this table maps names onto them. A name
+not listed here is not guessed at: a series from a known prefix with an unknown name is reported as
+"unknown exporter version", never silently read as zero.
+
+Sources (read 2026-12-01):
+- DCGM exporter: github.com/NVIDIA/dcgm-exporter etc/default-counters.csv and etc/dcp-metrics-included.csv
+  (DCGM_FI_PROF_SM_ACTIVE is commented out there; it appears only when a team enables it).
+- neuron-monitor: aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst (JSON output) and
+  the metric names its companion script neuron-monitor-prometheus.py exports.
+- vLLM: vllm-project/vllm docs/design/metrics.md and docs/usage/metrics.md (v1 metrics;
+  `vllm:time_per_output_token_seconds` is the older name of `vllm:inter_token_latency_seconds`).
+  NxD Inference serves through vLLM's OpenAI server (vLLM on Neuron), so it exposes the same `vllm:` names.
+- SGLang: sgl-project/sglang docs/references/production_metrics.md.
+- TGI: huggingface/text-generation-inference docs/source/reference/metrics.md (no TTFT histogram;
+  generated and prompt tokens are the `_sum` of the per-request length histograms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["EXPORTERS", "SIGNALS", "Signal", "known_names", "signal_of"]
+
+Kind = Literal["counter", "gauge", "histogram"]
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One canonical signal and the exporter metric names that carry it.
+
+    `scale` turns the exporter's unit into Silica's (DCGM reports utilisation in percent and framebuffer
+    in MiB; Silica works in fractions and bytes). For histograms the names are the family name; the
+    samples are `<name>_bucket`, `<name>_sum` and `<name>_count`.
+    """
+
+    key: str
+    kind: Kind
+    unit: str
+    names: tuple[tuple[str, str, float], ...]  # (exporter, metric name, scale)
+    help: str
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal(
+        "generation_tokens",
+        "counter",
+        "tokens",
+        (
+            ("vllm", "vllm:generation_tokens_total", 1.0),
+            ("sglang", "sglang:generation_tokens_total", 1.0),
+            ("tgi", "tgi_request_generated_tokens_sum", 1.0),
+        ),
+        "output tokens generated",
+    ),
+    Signal(
+        "prompt_tokens",
+        "counter",
+        "tokens",
+        (
+            ("vllm", "vllm:prompt_tokens_total", 1.0),
+            ("sglang", "sglang:prompt_tokens_total", 1.0),
+            ("tgi", "tgi_request_input_length_sum", 1.0),
+        ),
+        "prompt tokens prefilled",
+    ),
+    Signal(
+        "requests_running",
+        "gauge",
+        "requests",
+        (
+            ("vllm", "vllm:num_requests_running", 1.0),
+            ("sglang", "sglang:num_running_reqs", 1.0),
+            ("tgi", "tgi_batch_current_size", 1.0),
+        ),
+        "requests in the running batch",
+    ),
+    Signal(
+        "requests_waiting",
+        "gauge",
+        "requests",
+        (
+            ("vllm", "vllm:num_requests_waiting", 1.0),
+            ("sglang", "sglang:num_queue_reqs", 1.0),
+            ("tgi", "tgi_queue_size", 1.0),
+        ),
+        "requests queued",
+    ),
+    Signal(
+        "ttft",
+        "histogram",
+        "s",
+        (
+            ("vllm", "vllm:time_to_first_token_seconds", 1.0),
+            ("sglang", "sglang:time_to_first_token_seconds", 1.0),
+        ),
+        "time to first token",
+    ),
+    Signal(
+        "tpot",
+        "histogram",
+        "s",
+        (
+            ("vllm", "vllm:inter_token_latency_seconds", 1.0),
+            ("vllm", "vllm:time_per_output_token_seconds", 1.0),
+            ("sglang", "sglang:inter_token_latency_seconds", 1.0),
+            ("tgi", "tgi_request_mean_time_per_token_duration", 1.0),
+        ),
+        "time per output token",
+    ),
+    Signal(
+        "chip_utilisation",
+        "gauge",
+        "fraction",
+        (
+            ("dcgm", "DCGM_FI_DEV_GPU_UTIL", 0.01),
+            ("neuron-monitor", "neuroncore_utilization_ratio", 1.0),
+        ),
+        "GPU / NeuronCore busy fraction",
+    ),
+    Signal(
+        "sm_active",
+        "gauge",
+        "fraction",
+        (("dcgm", "DCGM_FI_PROF_SM_ACTIVE", 1.0),),
+        "SM active ratio",
+    ),
+    Signal(
+        "tensor_active",
+        "gauge",
+        "fraction",
+        (("dcgm", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1.0),),
+        "tensor pipe active ratio",
+    ),
+    Signal(
+        "memory_used",
+        "gauge",
+        "bytes",
+        (
+            ("dcgm", "DCGM_FI_DEV_FB_USED", 1024.0 * 1024.0),
+            ("neuron-monitor", "neuron_runtime_memory_used_bytes", 1.0),
+        ),
+        "accelerator memory used",
+    ),
+    Signal(
+        "power",
+        "gauge",
+        "W",
+        (("dcgm", "DCGM_FI_DEV_POWER_USAGE", 1.0),),
+        "board power draw",
+    ),
+    Signal(
+        "execution_errors",
+        "counter",
+        "errors",
+        (("neuron-monitor", "execution_errors_total", 1.0),),
+        "Neuron runtime execution errors",
+    ),
+)
+
+# The name prefixes that identify an exporter, to tell "unknown version" from "unrelated metric".
+EXPORTERS: dict[str, tuple[str, ...]] = {
+    "dcgm": ("DCGM_FI_",),
+    "neuron-monitor": ("neuroncore_", "neuron_runtime_", "execution_"),
+    "vllm": ("vllm:",),
+    "sglang": ("sglang:",),
+    "tgi": ("tgi_",),
+}
+
+# Series that say which hardware host a sample came from, by exporter (DCGM labels each GPU with
+# `Hostname`; neuron-monitor-prometheus.py labels with `instance_id`; Prometheus adds `instance`).
+HOST_LABELS = ("Hostname", "instance_id", "instance")
+CHIP_LABELS = ("gpu", "neuroncore")
+
+
+def _index() -> dict[str, tuple[Signal, str, float]]:
+    out: dict[str, tuple[Signal, str, float]] = {}
+    for signal in SIGNALS:
+        for exporter, name, scale in signal.names:
+            out[name] = (signal, exporter, scale)
+    return out
+
+
+_BY_NAME = _index()
+
+
+def signal_of(name: str) -> tuple[Signal, str, float] | None:
+    """The signal, exporter and scale a metric family name carries, or None when Silica does not read it."""
+    return _BY_NAME.get(name)
+
+
+def known_names() -> frozenset[str]:
+    """Every sample name Silica reads, with the `_bucket`/`_sum`/`_count` samples of the histograms."""
+    out: set[str] = set()
+    for signal in SIGNALS:
+        for _exporter, name, _scale in signal.names:
+            if signal.kind == "histogram":
+                out.update({f"{name}_bucket", f"{name}_sum", f"{name}_count"})
+            else:
+                out.add(name)
+    return frozenset(out)
