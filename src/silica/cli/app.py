@@ -72,6 +72,7 @@ def _register() -> None:
         "scan_cmd",
         "advise_cmd",
         "fleet_cmd",
+        "monitor_cmd",
     ):
         try:
             module = importlib.import_module(f"silica.cli.{name}")

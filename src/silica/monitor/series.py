@@ -94,12 +94,17 @@ def read_file(path: Path, *, deployment: str | None = None, start: float | None 
 
 
 def read_exposition(text: str, *, source: str) -> Telemetry:
-    """Prometheus text format or OpenMetrics (ends with `# EOF`), every sample with a timestamp."""
-    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
-    from prometheus_client.parser import text_string_to_metric_families as prom_parse
+    """Prometheus text format or OpenMetrics (ends with `# EOF`), every sample with a timestamp.
+
+    Both are parsed with prometheus_client's text-format parser. Its OpenMetrics parser (0.26) keeps
+    only the first sample of each timestamp in a histogram that holds several timestamps, which is
+    every recorded histogram, so it cannot read a replay; the text-format parser reads the same lines
+    but takes timestamps as milliseconds, where OpenMetrics writes seconds, so those are scaled back.
+    """
+    from prometheus_client.parser import text_string_to_metric_families as parse
 
     openmetrics = text.rstrip().endswith("# EOF")
-    parse = om_parse if openmetrics else prom_parse
+    ts_scale = 1000.0 if openmetrics else 1.0
     known = known_names()
     points: dict[tuple[str, Labels], list[tuple[float, float]]] = defaultdict(list)
     unknown: set[str] = set()
@@ -117,7 +122,7 @@ def read_exposition(text: str, *, source: str) -> Telemetry:
                         "or query the Prometheus server with --prometheus.",
                     )
                 labels = tuple(sorted((str(k), str(v)) for k, v in sample.labels.items()))
-                points[(sample.name, labels)].append((float(sample.timestamp), float(sample.value)))
+                points[(sample.name, labels)].append((float(sample.timestamp) * ts_scale, float(sample.value)))
     except DataFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as err:

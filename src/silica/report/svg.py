@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-__all__ = ["COLORS", "Bar", "bar_chart", "grid_chart", "paired_bar_chart"]
+__all__ = ["COLORS", "Bar", "Line", "bar_chart", "grid_chart", "line_chart", "paired_bar_chart"]
 
 # One colour per family and verdict, chosen to stay distinct for common colour-vision deficiencies.
 COLORS = {
@@ -159,6 +159,81 @@ def grid_chart(
             )
             parts.append(_text(x + cell_w / 2, y + 16, value, anchor="middle"))
     parts.append(_text(8, top + 4 + cell_h * len(rows) + 16, row_title))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series of a line chart; None values break the line (a gap in the data is not a zero)."""
+
+    name: str
+    values: Sequence[float | None]
+    color: str  # a key of COLORS or a #rrggbb colour
+    dashed: bool = False  # planned figures are dashed, measured ones solid
+
+
+def line_chart(
+    x: Sequence[float],
+    lines: Sequence[Line],
+    *,
+    title: str,
+    unit: str = "",
+    x_labels: Sequence[tuple[float, str]] = (),
+    width: int = 760,
+    height: int = 240,
+) -> str:
+    """Lines over a shared x axis, y from zero (magnitudes are compared), scaled to the page width.
+
+    The SVG carries a viewBox and no fixed width in CSS terms, so a narrow screen shrinks it instead
+    of clipping it; `x_labels` are (x, text) ticks chosen by the caller (times of day, hours).
+    """
+    left, right, top, bottom = 64, 12, 46, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+    finite = [v for line in lines for v in line.values if v is not None]
+    hi = max(finite, default=1.0) * 1.08 or 1.0
+    lo_x, hi_x = (x[0], x[-1]) if x else (0.0, 1.0)
+    span_x = (hi_x - lo_x) or 1.0
+
+    def px(v: float) -> float:
+        return left + plot_w * (v - lo_x) / span_x
+
+    def py(v: float) -> float:
+        return top + plot_h * (1 - v / hi)
+
+    parts = [
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        f'style="width:100%;max-width:{width}px;height:auto" {FONT}>',
+        _text(8, 18, title, bold=True),
+    ]
+    for k, line in enumerate(lines):
+        lx = left + k * 150
+        dash = ' stroke-dasharray="6 4"' if line.dashed else ""
+        parts.append(f'<line x1="{lx}" y1="31" x2="{lx + 22}" y2="31" stroke="{_color(line.color)}" stroke-width="2.5"{dash}/>')
+        parts.append(_text(lx + 26, 35, line.name))
+    for i in range(5):
+        v = hi * i / 4
+        y = py(v)
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        parts.append(_text(left - 6, y + 4, _fmt(v, unit), anchor="end", color="#444"))
+    for xv, label in x_labels:
+        parts.append(_text(px(xv), height - 10, label, anchor="middle", color="#444"))
+    for line in lines:
+        dash = ' stroke-dasharray="6 4"' if line.dashed else ""
+        run: list[str] = []
+        for xv, v in (*zip(x, line.values, strict=True), (None, None)):
+            if v is None or xv is None:
+                if len(run) > 1:
+                    parts.append(
+                        f'<polyline points="{" ".join(run)}" fill="none" stroke="{_color(line.color)}" '
+                        f'stroke-width="2"{dash}/>'
+                    )
+                elif run:
+                    cx, cy = run[0].split(",")
+                    parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{_color(line.color)}"/>')
+                run = []
+                continue
+            run.append(f"{px(xv):.1f},{py(v):.1f}")
     parts.append("</svg>")
     return "".join(parts)
 
