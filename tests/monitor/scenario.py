@@ -95,7 +95,7 @@ def openmetrics(t0: float, gpu: Plan, neuron: Plan) -> str:
     slow = lambda k: k > SCRAPES // 2  # noqa: E731 - second hour
     _histogram(fam("vllm:inter_token_latency_seconds", "histogram"), "vllm:inter_token_latency_seconds",
                lab, times, [(0.5 * p, 0), (1.1 * p, 50), (1.5 * p, 50), (2 * p, 0)],
-               lambda k: 50 * p * (SLOW if slow(k) else 1.0), split=slow)
+               lambda k: 100 * p * (SLOW if slow(k) else 1.0), split=slow)
     _histogram(fam("vllm:time_to_first_token_seconds", "histogram"), "vllm:time_to_first_token_seconds",
                lab, times, [(0.5 * q, 0), (q, 2), (2 * q, 0)], lambda k: 2 * q)
     body = [line for f in fams.values() for line in f.lines]
