@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.monitor import scenario
 from typer.testing import CliRunner
 
 from silica import store
 from silica.cli.app import app
-from tests.monitor import scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "monitor"
 

@@ -58,8 +58,14 @@ def openmetrics(t0: float, gpu: Plan, neuron: Plan) -> str:
 
     # DCGM exporter: GPU utilisation in percent, framebuffer MiB, power W (etc/default-counters.csv).
     for host in GPU_HOSTS:
-        base = {"Hostname": host, "gpu": "0", "UUID": f"GPU-{host}", "device": "nvidia0",
-                "modelName": "NVIDIA L40S", "deployment": "chat-gpu"}
+        base = {
+            "Hostname": host,
+            "gpu": "0",
+            "UUID": f"GPU-{host}",
+            "device": "nvidia0",
+            "modelName": "NVIDIA L40S",
+            "deployment": "chat-gpu",
+        }
         for k, t in enumerate(times):
             if host == GAP_HOST and k in GAP:
                 continue
@@ -69,7 +75,11 @@ def openmetrics(t0: float, gpu: Plan, neuron: Plan) -> str:
     # vLLM on each GPU host.
     p, q = gpu.tpot_s, gpu.ttft_s
     for host in GPU_HOSTS:
-        lab = {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "instance": f"{host}:8000", "deployment": "chat-gpu"}
+        lab = {
+            "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+            "instance": f"{host}:8000",
+            "deployment": "chat-gpu",
+        }
         gen = 0.0
         for k, t in enumerate(times):
             gen = 3000.0 if (host == RESET_HOST and k == RESET_AT) else gen + (3000.0 if k else 0.0)
@@ -77,27 +87,60 @@ def openmetrics(t0: float, gpu: Plan, neuron: Plan) -> str:
             fam("vllm:prompt_tokens", "counter").add("vllm:prompt_tokens_total", lab, t, 12000.0 * k)
             fam("vllm:num_requests_running", "gauge").add("vllm:num_requests_running", lab, t, 8.0)
         # TPOT: per scrape 60 observations in (0.5p, p], 40 in (p, 1.5p], sum 100p (mean exactly p).
-        _histogram(fam("vllm:inter_token_latency_seconds", "histogram"), "vllm:inter_token_latency_seconds",
-                   lab, times, [(0.5 * p, 0), (p, 60), (1.5 * p, 40), (2 * p, 0)], lambda k: 100 * p)
+        _histogram(
+            fam("vllm:inter_token_latency_seconds", "histogram"),
+            "vllm:inter_token_latency_seconds",
+            lab,
+            times,
+            [(0.5 * p, 0), (p, 60), (1.5 * p, 40), (2 * p, 0)],
+            lambda k: 100 * p,
+        )
         # TTFT: per scrape 4 observations in (0.5q, q], sum 4q.
-        _histogram(fam("vllm:time_to_first_token_seconds", "histogram"), "vllm:time_to_first_token_seconds",
-                   lab, times, [(0.5 * q, 0), (q, 4), (2 * q, 0)], lambda k: 4 * q)
+        _histogram(
+            fam("vllm:time_to_first_token_seconds", "histogram"),
+            "vllm:time_to_first_token_seconds",
+            lab,
+            times,
+            [(0.5 * q, 0), (q, 4), (2 * q, 0)],
+            lambda k: 4 * q,
+        )
     # neuron-monitor-prometheus.py on the inf2 host: NeuronCore utilisation ratio, two cores.
     for core in ("0", "1"):
-        lab = {"instance_id": NEURON_HOST, "instance_type": "inf2.xlarge", "neuroncore": core,
-               "runtime_tag": "367", "deployment": "chat-neuron"}
+        lab = {
+            "instance_id": NEURON_HOST,
+            "instance_type": "inf2.xlarge",
+            "neuroncore": core,
+            "runtime_tag": "367",
+            "deployment": "chat-neuron",
+        }
         for t in times:
             fam("neuroncore_utilization_ratio", "gauge").add("neuroncore_utilization_ratio", lab, t, 0.6)
     p, q = neuron.tpot_s, neuron.ttft_s
-    lab = {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "instance": "inf2-0:8000", "deployment": "chat-neuron"}
+    lab = {
+        "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+        "instance": "inf2-0:8000",
+        "deployment": "chat-neuron",
+    }
     for k, t in enumerate(times):
         fam("vllm:generation_tokens", "counter").add("vllm:generation_tokens_total", lab, t, 6000.0 * k)
     slow = lambda k: k > SCRAPES // 2  # noqa: E731 - second hour
-    _histogram(fam("vllm:inter_token_latency_seconds", "histogram"), "vllm:inter_token_latency_seconds",
-               lab, times, [(0.5 * p, 0), (1.1 * p, 50), (1.5 * p, 50), (2 * p, 0)],
-               lambda k: 100 * p * (SLOW if slow(k) else 1.0), split=slow)
-    _histogram(fam("vllm:time_to_first_token_seconds", "histogram"), "vllm:time_to_first_token_seconds",
-               lab, times, [(0.5 * q, 0), (q, 2), (2 * q, 0)], lambda k: 2 * q)
+    _histogram(
+        fam("vllm:inter_token_latency_seconds", "histogram"),
+        "vllm:inter_token_latency_seconds",
+        lab,
+        times,
+        [(0.5 * p, 0), (1.1 * p, 50), (1.5 * p, 50), (2 * p, 0)],
+        lambda k: 100 * p * (SLOW if slow(k) else 1.0),
+        split=slow,
+    )
+    _histogram(
+        fam("vllm:time_to_first_token_seconds", "histogram"),
+        "vllm:time_to_first_token_seconds",
+        lab,
+        times,
+        [(0.5 * q, 0), (q, 2), (2 * q, 0)],
+        lambda k: 2 * q,
+    )
     body = [line for f in fams.values() for line in f.lines]
     return "\n".join(body) + "\n# EOF\n"
 

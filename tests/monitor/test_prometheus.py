@@ -12,16 +12,16 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-
 from tests.monitor import scenario
 from tests.monitor.conftest import Replay, run
 
 PROMETHEUS = os.environ.get("SILICA_TEST_PROMETHEUS") or shutil.which("prometheus")
-PROMTOOL = shutil.which("promtool", path=os.path.dirname(PROMETHEUS) if PROMETHEUS else None) or shutil.which("promtool")
+PROMTOOL = shutil.which("promtool", path=os.path.dirname(PROMETHEUS) if PROMETHEUS else None) or shutil.which(
+    "promtool"
+)
 pytestmark = pytest.mark.skipif(
     not (PROMETHEUS and PROMTOOL) and os.environ.get("CI") != "true",
     reason="prometheus/promtool not installed (.ci/services.sh installs them)",
@@ -88,12 +88,21 @@ def prometheus(replay: Replay, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 def _report(replay: Replay, *source: str) -> dict:  # type: ignore[type-arg]
     code, out, err = run(
-        "monitor", "report",
-        "--plan", f"chat-gpu={replay.gpu_plan}",
-        "--plan", f"chat-neuron={replay.neuron_plan}",
+        "monitor",
+        "report",
+        "--plan",
+        f"chat-gpu={replay.gpu_plan}",
+        "--plan",
+        f"chat-neuron={replay.neuron_plan}",
         *source,
-        "--since", str(replay.since), "--until", str(replay.until),
-        "--window", "1h", "--json", "--no-store",
+        "--since",
+        str(replay.since),
+        "--until",
+        str(replay.until),
+        "--window",
+        "1h",
+        "--json",
+        "--no-store",
     )
     assert code == 0, err
     return json.loads(out)
@@ -114,7 +123,9 @@ def test_prometheus_and_file_reports_match_the_hand_arithmetic(replay: Replay, p
         assert o["usd"] == pytest.approx(hand.gpu_instance_hours * price)
         assert o["usd_per_1m_output_tokens"] == pytest.approx(hand.gpu_instance_hours * price / 2.88)
         p50, p90, p99 = scenario.tpot_quantiles(replay.gpu["tpot_ms"] / 1000)
-        assert (o["tpot"]["p50_ms"], o["tpot"]["p90_ms"], o["tpot"]["p99_ms"]) == pytest.approx((p50, p90, p99))
+        assert (o["tpot"]["p50_ms"], o["tpot"]["p90_ms"], o["tpot"]["p99_ms"]) == pytest.approx(
+            (p50, p90, p99)
+        )
         assert o["tpot"]["mean_ms"] == pytest.approx(replay.gpu["tpot_ms"])
         assert o["ttft"]["p50_ms"] == pytest.approx(0.75 * replay.gpu["ttft_ms"])
         assert neuron["overall"]["output_tokens_per_s"] == pytest.approx(hand.neuron_tokens_per_s)
@@ -125,8 +136,13 @@ def test_prometheus_and_file_reports_match_the_hand_arithmetic(replay: Replay, p
 
 
 def test_a_prometheus_that_is_down_is_one_line(replay: Replay) -> None:
-    code, out, err = run(
-        "monitor", "report", "--plan", str(replay.gpu_plan), "--prometheus", f"http://127.0.0.1:{_free_port()}",
+    code, _, err = run(
+        "monitor",
+        "report",
+        "--plan",
+        str(replay.gpu_plan),
+        "--prometheus",
+        f"http://127.0.0.1:{_free_port()}",
         "--no-store",
     )
     assert code == 2
@@ -153,8 +169,15 @@ def test_a_slow_prometheus_times_out_with_one_line(replay: Replay) -> None:
     try:
         started = time.monotonic()
         code, _, err = run(
-            "monitor", "report", "--plan", str(replay.gpu_plan),
-            "--prometheus", f"http://127.0.0.1:{server.getsockname()[1]}", "--timeout", "0.5", "--no-store",
+            "monitor",
+            "report",
+            "--plan",
+            str(replay.gpu_plan),
+            "--prometheus",
+            f"http://127.0.0.1:{server.getsockname()[1]}",
+            "--timeout",
+            "0.5",
+            "--no-store",
         )
         assert time.monotonic() - started < 10
         assert code == 2 and "did not answer within 0.5 s" in err and "Traceback" not in err

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.monitor.conftest import DATA, Replay
 
 from silica.errors import DataFileError
 from silica.monitor import Series, build_report, load_plan, read_exposition, read_file
 from silica.monitor import figures as fg
-from tests.monitor.conftest import DATA, Replay
 
 T0 = 1796112000.0
 
@@ -31,7 +31,9 @@ def _overall(path: Path, replay: Replay) -> object:
         ("neuron-monitor-prometheus.prom", None, (0.42 + 0.44 + 0.40 + 0.46) / 4),
     ],
 )
-def test_each_documented_exporter_is_read(name: str, tokens_per_s: float | None, utilisation: float | None, replay: Replay) -> None:
+def test_each_documented_exporter_is_read(
+    name: str, tokens_per_s: float | None, utilisation: float | None, replay: Replay
+) -> None:
     dep = _overall(DATA / name, replay)
     o = dep.overall  # type: ignore[attr-defined]
     if tokens_per_s is None:
@@ -70,7 +72,9 @@ def test_neuron_monitor_json_lines_cut_mid_line() -> None:
     # Three whole reports, each with a 1.0 s period: placed at T0+1, T0+2, T0+3; percent -> ratio.
     assert core0.times == (T0 + 1, T0 + 2, T0 + 3)
     assert core0.values == pytest.approx((0.42, 0.44, 0.46))
-    errors = next(s for s in tel.series if s.name == "execution_errors_total" and s.label("error_type") == "transient")
+    errors = next(
+        s for s in tel.series if s.name == "execution_errors_total" and s.label("error_type") == "transient"
+    )
     assert errors.values == (0.0, 1.0, 1.0)  # per-period counts summed into a counter
     assert any("line 4 is cut mid-line" in n for n in tel.notes)
 
@@ -108,7 +112,7 @@ def test_binary_and_garbage_files_are_one_line(tmp_path: Path) -> None:
     path.write_bytes(b"\x00\x01\x02")
     with pytest.raises(DataFileError, match="binary"):
         read_file(path)
-    path.write_text("vllm:num_requests_running{model_name=\"a\" 3 1\n")
+    path.write_text('vllm:num_requests_running{model_name="a" 3 1\n')
     with pytest.raises(DataFileError, match="not valid Prometheus text exposition"):
         read_file(path)
 
@@ -122,8 +126,8 @@ def test_counter_reset_counts_the_new_value() -> None:
 def test_samples_out_of_order_are_sorted_and_noted() -> None:
     text = (
         "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
-        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 10 1796112030000\n"
-        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 20 1796112000000\n"
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 10 1796112030000\n'
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 20 1796112000000\n'
     )
     tel = read_exposition(text, source="skewed")
     assert tel.series[0].times == (T0, T0 + 30) and tel.series[0].values == (20.0, 10.0)

@@ -14,7 +14,9 @@ import typer
 from silica.cli._common import handle_errors, print_json
 
 _PLAN = typer.Option(
-    ..., "--plan", help="A saved estimate/compare/advise/fleet plan JSON result, as PATH or DEPLOYMENT=PATH (repeatable)."
+    ...,
+    "--plan",
+    help="A saved estimate/compare/advise/fleet plan JSON result, as PATH or DEPLOYMENT=PATH (repeatable).",
 )
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
@@ -25,7 +27,9 @@ def parse_duration(value: str, option: str) -> float:
 
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
     if not m or float(m.group(1)) <= 0:
-        raise InputError(f"{option} {value!r} is not a duration.", f"write e.g. {option} 1h (s, m, h, d or w).")
+        raise InputError(
+            f"{option} {value!r} is not a duration.", f"write e.g. {option} 1h (s, m, h, d or w)."
+        )
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
@@ -46,7 +50,8 @@ def parse_time(value: str, option: str, now: float) -> float:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(
-            f"{option} {value!r} is not a time.", "write ISO 8601 (2026-11-30T08:00:00Z), epoch seconds or now-6h."
+            f"{option} {value!r} is not a time.",
+            "write ISO 8601 (2026-11-30T08:00:00Z), epoch seconds or now-6h.",
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)  # telemetry is kept in UTC; say so in the help
@@ -75,29 +80,52 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         plan: list[str] = _PLAN,
         sources: list[str] = typer.Option(
-            [], "--from", help="Telemetry file (OpenMetrics/Prometheus text with timestamps, or neuron-monitor JSON lines), as PATH or DEPLOYMENT=PATH (repeatable)."
+            [],
+            "--from",
+            help="Telemetry file (OpenMetrics/Prometheus text with timestamps, or neuron-monitor JSON lines), as PATH or DEPLOYMENT=PATH (repeatable).",
         ),
-        prometheus: str | None = typer.Option(None, "--prometheus", help="Query this Prometheus server, e.g. http://127.0.0.1:9090."),
-        since: str | None = typer.Option(None, "--since", help="Start (UTC): ISO 8601, epoch seconds or now-6h. Default: first sample (files), now-1h (Prometheus)."),
-        until: str | None = typer.Option(None, "--until", help="End (UTC), same forms. Default: last sample (files), now (Prometheus)."),
-        window: str = typer.Option("1h", "--window", help="Length of each window checked for drift and stored."),
+        prometheus: str | None = typer.Option(
+            None, "--prometheus", help="Query this Prometheus server, e.g. http://127.0.0.1:9090."
+        ),
+        since: str | None = typer.Option(
+            None,
+            "--since",
+            help="Start (UTC): ISO 8601, epoch seconds or now-6h. Default: first sample (files), now-1h (Prometheus).",
+        ),
+        until: str | None = typer.Option(
+            None, "--until", help="End (UTC), same forms. Default: last sample (files), now (Prometheus)."
+        ),
+        window: str = typer.Option(
+            "1h", "--window", help="Length of each window checked for drift and stored."
+        ),
         step: str | None = typer.Option(None, "--step", help="Chart resolution (default: about 100 points)."),
-        label: str = typer.Option("deployment", "--label", help="The series label whose value names the deployment."),
-        target_utilisation: float = typer.Option(0.8, "--target-utilisation", help="Share of planned capacity to size for when right-sizing."),
+        label: str = typer.Option(
+            "deployment", "--label", help="The series label whose value names the deployment."
+        ),
+        target_utilisation: float = typer.Option(
+            0.8, "--target-utilisation", help="Share of planned capacity to size for when right-sizing."
+        ),
         ttft_slo_ms: float | None = typer.Option(None, "--ttft-slo-ms", help="TTFT SLO checked against p99."),
         tpot_slo_ms: float | None = typer.Option(None, "--tpot-slo-ms", help="TPOT SLO checked against p99."),
         timeout: float = typer.Option(10.0, "--timeout", help="Seconds to wait for Prometheus."),
         as_json: bool = typer.Option(False, "--json", help="Print the library result as JSON."),
-        html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report (opens offline)."),
+        html: Path | None = typer.Option(
+            None, "--html", help="Write a self-contained HTML report (opens offline)."
+        ),
         md: Path | None = typer.Option(None, "--md", help="Write a Markdown report."),
-        no_store: bool = typer.Option(False, "--no-store", help="Do not keep the window summaries in the store."),
+        no_store: bool = typer.Option(
+            False, "--no-store", help="Do not keep the window summaries in the store."
+        ),
     ) -> None:
         """Compare what production delivered with the plan: tokens/s, utilisation, TTFT/TPOT, cost, drift, advice."""
         from silica.errors import InputError
         from silica.monitor import build_report, merge, parse_plan_arg, query_prometheus, read_file
 
         if bool(sources) == bool(prometheus):
-            raise InputError("Give telemetry either with --from FILE or with --prometheus URL.", "pass exactly one of them.")
+            raise InputError(
+                "Give telemetry either with --from FILE or with --prometheus URL.",
+                "pass exactly one of them.",
+            )
         if not timeout > 0:
             raise InputError("--timeout must be positive.", "for example --timeout 10.")
         now = time.time()
@@ -159,13 +187,18 @@ def register(app: typer.Typer) -> None:
         try:
             server, _thread = serve(plans, host, port)
         except OSError as err:
-            raise InputError(f"Cannot listen on {host}:{port}: {err.strerror or err}.", "pick a free --port.") from None
-        sys.stderr.write(f"serving the plan of {len(plans)} deployment(s) on http://{host}:{port}/metrics (Ctrl-C stops)\n")
+            raise InputError(
+                f"Cannot listen on {host}:{port}: {err.strerror or err}.", "pick a free --port."
+            ) from None
+        sys.stderr.write(
+            f"serving the plan of {len(plans)} deployment(s) on http://{host}:{port}/metrics (Ctrl-C stops)\n"
+        )
         try:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
             server.shutdown()
+            server.server_close()
 
     app.add_typer(monitor_app)
 
@@ -205,7 +238,16 @@ def _print(result: Any) -> None:
     from silica.cli._common import console
 
     table = Table(title="Production against plan")
-    for col in ("deployment", "verdict", "tokens/s", "util", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "$/1M actual", "$/1M plan"):
+    for col in (
+        "deployment",
+        "verdict",
+        "tokens/s",
+        "util",
+        "TTFT p50/p99 ms",
+        "TPOT p50/p99 ms",
+        "$/1M actual",
+        "$/1M plan",
+    ):
         table.add_column(col)
     for d in result.deployments:
         o = d.overall

@@ -49,7 +49,9 @@ class PlanCollector:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        fams = {name: GaugeMetricFamily(name, text, labels=labels) for name, (text, labels) in EXPORTED.items()}
+        fams = {
+            name: GaugeMetricFamily(name, text, labels=labels) for name, (text, labels) in EXPORTED.items()
+        }
         for p in self.plans:
             base = [p.name, p.instance, p.model]
             fams["silica_plan_info"].add_metric([*base, p.family, p.source], 1.0)
@@ -62,7 +64,9 @@ class PlanCollector:
             ):
                 if tps is not None:
                     fams["silica_plan_output_tokens_per_second"].add_metric([*base, bound], tps)
-                    fams["silica_plan_output_tokens_per_second_per_instance"].add_metric([*base, bound], tps * per)
+                    fams["silica_plan_output_tokens_per_second_per_instance"].add_metric(
+                        [*base, bound], tps * per
+                    )
                 if ttft is not None:
                     fams["silica_plan_ttft_seconds"].add_metric([*base, bound], ttft / 1000.0)
                 if tpot is not None:
@@ -79,7 +83,7 @@ def registry(plans: Sequence[Planned]) -> Any:
     from prometheus_client import CollectorRegistry
 
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(PlanCollector(plans))  # type: ignore[arg-type]
+    reg.register(PlanCollector(plans))
     return reg
 
 

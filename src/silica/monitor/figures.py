@@ -122,9 +122,7 @@ def counter_sums(series: Iterable[Series], start: float, width: float, count: in
     return out, resets
 
 
-def bucket_sums(
-    series: Iterable[Series], start: float, width: float, count: int
-) -> list[dict[float, float]]:
+def bucket_sums(series: Iterable[Series], start: float, width: float, count: int) -> list[dict[float, float]]:
     """Per-interval bucket increases by upper bound `le`, summed over every series of a histogram."""
     out: list[dict[float, float]] = [defaultdict(float) for _ in range(count)]
     for s in series:

@@ -67,7 +67,9 @@ def load_plan(path: Path, name: str | None = None) -> list[Planned]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
-        raise DataFileError(f"Cannot read plan {path}: {err.strerror or err}.", "check the --plan path.") from None
+        raise DataFileError(
+            f"Cannot read plan {path}: {err.strerror or err}.", "check the --plan path."
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DataFileError(
             f"Plan {path} is not JSON ({err}).",
@@ -137,7 +139,9 @@ def _from_estimate(e: dict[str, Any], path: Path, name: str, kind: str, slo: dic
 def _from_compare(data: dict[str, Any], path: Path, name: str | None) -> Planned:
     best = next((r for r in data.get("results") or [] if isinstance(r, dict) and r.get("feasible")), None)
     if best is None:
-        raise InputError(f"Plan {path} ranks no feasible deployment.", "pass a comparison with a feasible result.")
+        raise InputError(
+            f"Plan {path} ranks no feasible deployment.", "pass a comparison with a feasible result."
+        )
     slo = data.get("workload") or {}
     return _from_estimate(best, path, name or str(best["instance"]), "compare, best deployment", slo)
 
@@ -150,7 +154,9 @@ def _from_advice(data: dict[str, Any], path: Path, name: str | None) -> Planned:
             f"Advice {path} keeps no estimate for its proposed option.",
             "pass `silica advise --json` output of a workload that moves, or an estimate.",
         )
-    planned = _from_estimate(estimate, path, name or str(data.get("name", estimate["instance"])), "advise", {})
+    planned = _from_estimate(
+        estimate, path, name or str(data.get("name", estimate["instance"])), "advise", {}
+    )
     instances = option.get("instances") if option else None
     if isinstance(instances, int) and instances > 0 and planned.output_tokens_per_s is not None:
         # Advice sizes a fleet for the workload's load; the estimate's figures stay per its `count`.
@@ -168,7 +174,9 @@ def _from_fleet(data: dict[str, Any], path: Path, name: str | None) -> list[Plan
                 model="",
                 instance=instance,
                 count=int(pool.get("count") or 1),
-                chips_per_instance=(int(pool["chips"]) // int(pool["count"])) if pool.get("chips") and pool.get("count") else None,
+                chips_per_instance=(int(pool["chips"]) // int(pool["count"]))
+                if pool.get("chips") and pool.get("count")
+                else None,
                 family="",
                 usd_per_instance_hour=_num(pool, "usd_per_instance_hour"),
                 output_tokens_per_s=None,
@@ -187,5 +195,8 @@ def _from_fleet(data: dict[str, Any], path: Path, name: str | None) -> list[Plan
             )
         )
     if name and len(out) > 1:
-        raise InputError(f"Fleet plan {path} has {len(out)} pools; one NAME cannot label them all.", "pass the plan without NAME=.")
+        raise InputError(
+            f"Fleet plan {path} has {len(out)} pools; one NAME cannot label them all.",
+            "pass the plan without NAME=.",
+        )
     return out

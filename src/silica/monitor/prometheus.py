@@ -90,6 +90,9 @@ def _get(client: Any, url: str, params: dict[str, str], timeout_s: float) -> lis
         )
     data = body.get("data") or {}
     if data.get("resultType") != "matrix":
-        raise InputError(f"Prometheus at {url} answered a {data.get('resultType')!r}, not a matrix.", "upgrade Prometheus to 2.x or later.")
+        raise InputError(
+            f"Prometheus at {url} answered a {data.get('resultType')!r}, not a matrix.",
+            "upgrade Prometheus to 2.x or later.",
+        )
     result = data.get("result") or []
     return list(result)

@@ -170,7 +170,9 @@ def build_report(
 ) -> MonitorReport:
     """Compare telemetry between `since` and `until` (epoch seconds) with the planned deployments."""
     if not plans:
-        raise InputError("No plan to compare with.", "pass --plan with an estimate, compare, advise or fleet plan result.")
+        raise InputError(
+            "No plan to compare with.", "pass --plan with an estimate, compare, advise or fleet plan result."
+        )
     if not until > since:
         raise InputError("--until is not after --since.", "give a time range that moves forward.")
     if not (window_s > 0 and math.isfinite(window_s)):
@@ -188,7 +190,13 @@ def build_report(
     groups = _by_deployment(telemetry, since, until, label, plans, notes)
     deps = tuple(
         _deployment(
-            p, groups.get(p.name, []), since, until, window_s, step, target_utilisation,
+            p,
+            groups.get(p.name, []),
+            since,
+            until,
+            window_s,
+            step,
+            target_utilisation,
             ttft_slo_ms if ttft_slo_ms is not None else p.ttft_slo_ms,
             tpot_slo_ms if tpot_slo_ms is not None else p.tpot_slo_ms,
         )
@@ -271,10 +279,18 @@ def _deployment(
     missing = [
         f"no {what} for {plan.name}: {figure} unknown"
         for key, what, figure in (
-            ("generation_tokens", "engine token counter (vllm:generation_tokens_total, ...)", "delivered tokens/s and cost per 1M tokens"),
+            (
+                "generation_tokens",
+                "engine token counter (vllm:generation_tokens_total, ...)",
+                "delivered tokens/s and cost per 1M tokens",
+            ),
             ("tpot:bucket", "TPOT histogram", "TPOT"),
             ("ttft:bucket", "TTFT histogram", "TTFT"),
-            ("chip_utilisation", "DCGM or neuron-monitor utilisation", f"utilisation (instance-hours taken from the plan: {plan.count})"),
+            (
+                "chip_utilisation",
+                "DCGM or neuron-monitor utilisation",
+                f"utilisation (instance-hours taken from the plan: {plan.count})",
+            ),
         )
         if key not in sig
     ]
@@ -286,7 +302,9 @@ def _deployment(
     steps = tuple(_spans(plan, sig, since, step_s, n_s, clip_end=until))
     per_instance = plan.tokens_per_s_per_instance
     capacity = tuple(
-        None if per_instance is None else per_instance * (s.instances if s.instances is not None else plan.count)
+        None
+        if per_instance is None
+        else per_instance * (s.instances if s.instances is not None else plan.count)
         for s in steps
     )
     peak = max((s.output_tokens_per_s for s in steps if s.output_tokens_per_s is not None), default=None)
@@ -369,7 +387,9 @@ def _extent(series: Sequence[Series], a: float, b: float) -> float:
     return max(0.0, min(b, last) - max(a, first))
 
 
-def _latency(sig: dict[str, list[tuple[Series, float]]], key: str, start: float, width: float, count: int) -> list[Latency | None]:
+def _latency(
+    sig: dict[str, list[tuple[Series, float]]], key: str, start: float, width: float, count: int
+) -> list[Latency | None]:
     buckets = [s for s, _ in sig.get(f"{key}:bucket", [])]
     if not buckets:
         return [None] * count
@@ -383,10 +403,14 @@ def _latency(sig: dict[str, list[tuple[Series, float]]], key: str, start: float,
         if total <= 0:
             out.append(None)
             continue
-        qs = [fg.histogram_quantile(q, cumulative) for q in QUANTILES]
+        p50, p90, p99 = (_ms(fg.histogram_quantile(q, cumulative)) for q in QUANTILES)
         mean = sums[i] / counts[i] * 1000.0 if counts and counts[i] > 0 else None
-        out.append(Latency(mean, *(None if q is None else q * 1000.0 for q in qs), total))
+        out.append(Latency(mean, p50, p90, p99, total))
     return out
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
 
 
 def _host(s: Series) -> str:
@@ -414,7 +438,7 @@ def _hardware(
     means = [fg.gauge_means(s, start, width, count, scale) for s, scale in util_series]
     util = []
     for i in range(count):
-        vals = [m[i] for m in means if m[i] is not None]
+        vals = [v for m in means if (v := m[i]) is not None]
         util.append(sum(vals) / len(vals) if vals else None)
     hosts: dict[str, Series] = {}
     for s, _ in util_series:
@@ -427,14 +451,16 @@ def _hardware(
     return util, instances, hours
 
 
-def _gauge_mean(items: list[tuple[Series, float]], start: float, width: float, count: int) -> list[float | None]:
+def _gauge_mean(
+    items: list[tuple[Series, float]], start: float, width: float, count: int
+) -> list[float | None]:
     """Sum over series of each series' mean (requests running across replicas)."""
     if not items:
         return [None] * count
     means = [fg.gauge_means(s, start, width, count, scale) for s, scale in items]
     out: list[float | None] = []
     for i in range(count):
-        vals = [m[i] for m in means if m[i] is not None]
+        vals = [v for m in means if (v := m[i]) is not None]
         out.append(sum(vals) if vals else None)
     return out
 
@@ -469,8 +495,18 @@ def _drift(plan: Planned, w: Span) -> list[Drift]:
         observed = latency.mean_ms
         if observed > high or observed < low:
             out.append(
-                Drift(plan.name, w.start, w.end, figure, planned, low, high, observed, observed / planned,
-                      "slower" if observed > high else "faster")
+                Drift(
+                    plan.name,
+                    w.start,
+                    w.end,
+                    figure,
+                    planned,
+                    low,
+                    high,
+                    observed,
+                    observed / planned,
+                    "slower" if observed > high else "faster",
+                )
             )
     return out
 
@@ -489,7 +525,12 @@ def _needed(plan: Planned, peak: float | None, target: float) -> int | None:
 
 
 def _verdict(
-    plan: Planned, drift: tuple[Drift, ...], windows: tuple[Span, ...], peak: float | None, peak_instances: int | None, target: float
+    plan: Planned,
+    drift: tuple[Drift, ...],
+    windows: tuple[Span, ...],
+    peak: float | None,
+    peak_instances: int | None,
+    target: float,
 ) -> str:
     if all(w.output_tokens is None and w.tpot is None for w in windows):
         return "no engine metrics"
@@ -539,7 +580,9 @@ def _advice(deps: Sequence[DeploymentReport], target: float) -> tuple[Advice, ..
                 )
             )
         elif slow:
-            out.append(Advice("check", d.name, f"{d.name}: slower than plan in some windows; see the drift list."))
+            out.append(
+                Advice("check", d.name, f"{d.name}: slower than plan in some windows; see the drift list.")
+            )
     hot = [d for d in deps if _load(d) is not None and (_load(d) or 0) > 0.9]
     cold = [d for d in deps if _load(d) is not None and (_load(d) or 1) < 0.5]
     for h in hot:

@@ -77,9 +77,7 @@ def read_file(path: Path, *, deployment: str | None = None, start: float | None 
     try:
         raw = path.read_bytes()
     except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror or err}.", "check the --from path."
-        ) from None
+        raise DataFileError(f"Cannot read {path}: {err.strerror or err}.", "check the --from path.") from None
     if b"\0" in raw[:4096]:
         raise DataFileError(
             f"{path} is a binary file, not telemetry.",
@@ -122,7 +120,9 @@ def read_exposition(text: str, *, source: str) -> Telemetry:
                         "or query the Prometheus server with --prometheus.",
                     )
                 labels = tuple(sorted((str(k), str(v)) for k, v in sample.labels.items()))
-                points[(sample.name, labels)].append((float(sample.timestamp) * ts_scale, float(sample.value)))
+                points[(sample.name, labels)].append(
+                    (float(sample.timestamp) * ts_scale, float(sample.value))
+                )
     except DataFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as err:
@@ -172,7 +172,10 @@ def read_neuron_monitor(text: str, *, source: str, start: float | None) -> Telem
             )
         t += _period(report, source, number)
         info = report.get("instance_info") or {}
-        host = (("instance_id", str(info.get("instance_id", ""))), ("instance_type", str(info.get("instance_type", ""))))
+        host = (
+            ("instance_id", str(info.get("instance_id", ""))),
+            ("instance_type", str(info.get("instance_type", ""))),
+        )
         for runtime in report.get("neuron_runtime_data") or []:
             rep = runtime.get("report") or {}
             tag = (("runtime_tag", str(runtime.get("neuron_runtime_tag", runtime.get("pid", "")))),)
@@ -219,7 +222,9 @@ def _number(value: object, source: str, number: int) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise DataFileError(f"{source}: line {number} has a non-numeric value {value!r}.", "fix or drop the line.")
+        raise DataFileError(
+            f"{source}: line {number} has a non-numeric value {value!r}.", "fix or drop the line."
+        )
     return float(value)
 
 
@@ -244,7 +249,9 @@ def _unknown_note(source: str, unknown: set[str], any_known: bool) -> list[str]:
     return [f"{source}: {len(unknown)} {'/'.join(exporters)} metrics not read by Silica ({sample})."]
 
 
-def _build(points: Mapping[tuple[str, Labels], list[tuple[float, float]]], source: str, notes: list[str]) -> Telemetry:
+def _build(
+    points: Mapping[tuple[str, Labels], list[tuple[float, float]]], source: str, notes: list[str]
+) -> Telemetry:
     series: list[Series] = []
     notes = list(notes)
     for (name, labels), pts in points.items():

@@ -61,7 +61,11 @@ def _summary_rows(report: MonitorReport) -> Iterable[list[str]]:
             _t(d.verdict),
             _n(o.output_tokens_per_s),
             _n(d.peak_output_tokens_per_s),
-            _n(None if p.tokens_per_s_per_instance is None else p.tokens_per_s_per_instance * (d.peak_instances or p.count)),
+            _n(
+                None
+                if p.tokens_per_s_per_instance is None
+                else p.tokens_per_s_per_instance * (d.peak_instances or p.count)
+            ),
             _n(None if o.utilisation is None else o.utilisation * 100, ".0f", "%"),
             _t(_lat(o.ttft)),
             _t(_band(p.ttft_ms, p.ttft_ms_low, p.ttft_ms_high)),
@@ -103,7 +107,6 @@ def _charts(d: DeploymentReport) -> list[str]:
     x = [s.end for s in d.steps]
     ticks = _ticks(d.steps)
     p = d.plan
-    flat = lambda v: [v] * len(x)  # noqa: E731 - a planned figure drawn as a level line
     charts = [
         line_chart(
             x,
@@ -119,15 +122,21 @@ def _charts(d: DeploymentReport) -> list[str]:
             [
                 Line("TTFT mean", [s.ttft.mean_ms if s.ttft else None for s in d.steps], "nvidia"),
                 Line("TPOT mean", [s.tpot.mean_ms if s.tpot else None for s in d.steps], "proposed"),
-                Line("TTFT plan", flat(p.ttft_ms), "nvidia", dashed=True),
-                Line("TPOT plan", flat(p.tpot_ms), "proposed", dashed=True),
+                Line("TTFT plan", [p.ttft_ms] * len(x), "nvidia", dashed=True),
+                Line("TPOT plan", [p.tpot_ms] * len(x), "proposed", dashed=True),
             ],
             title=f"{d.name}: latency vs time (ms)",
             x_labels=ticks,
         ),
         line_chart(
             x,
-            [Line("chip utilisation", [None if s.utilisation is None else s.utilisation * 100 for s in d.steps], "trainium")],
+            [
+                Line(
+                    "chip utilisation",
+                    [None if s.utilisation is None else s.utilisation * 100 for s in d.steps],
+                    "trainium",
+                )
+            ],
             title=f"{d.name}: utilisation vs time (%)",
             x_labels=ticks,
         ),
@@ -152,23 +161,38 @@ def _window_rows(d: DeploymentReport) -> Iterable[list[str]]:
 
 
 def _section(d: DeploymentReport) -> str:
-    parts = [f"<section><h2>{_t(d.name)}</h2>", f"<p class=\"small\">Plan: {_t(d.plan.source)}</p>"]
+    parts = [f"<section><h2>{_t(d.name)}</h2>", f'<p class="small">Plan: {_t(d.plan.source)}</p>']
     parts += _charts(d)
-    parts.append("<h3>Windows</h3><div class=\"wide\">")
+    parts.append('<h3>Windows</h3><div class="wide">')
     parts.append(
         _table(
-            ("window", "tokens/s", "utilisation", "TTFT mean ms", "TPOT mean ms", "instance-hours", "cost $", "plan band"),
+            (
+                "window",
+                "tokens/s",
+                "utilisation",
+                "TTFT mean ms",
+                "TPOT mean ms",
+                "instance-hours",
+                "cost $",
+                "plan band",
+            ),
             _window_rows(d),
             numeric=(1, 2, 3, 4, 5, 6),
         )
     )
     parts.append("</div>")
     if d.chips:
-        parts.append("<h3>Utilisation per chip</h3><div class=\"wide\">")
-        parts.append(_table(("chip", "mean busy"), ([_t(c), f"{u * 100:.0f}%"] for c, u in d.chips), numeric=(1,)))
+        parts.append('<h3>Utilisation per chip</h3><div class="wide">')
+        parts.append(
+            _table(("chip", "mean busy"), ([_t(c), f"{u * 100:.0f}%"] for c, u in d.chips), numeric=(1,))
+        )
         parts.append("</div>")
     if d.gaps or d.missing:
-        parts.append("<h3>Gaps in the data</h3><ul>" + "".join(f"<li>{_t(g)}</li>" for g in (*d.gaps, *d.missing)) + "</ul>")
+        parts.append(
+            "<h3>Gaps in the data</h3><ul>"
+            + "".join(f"<li>{_t(g)}</li>" for g in (*d.gaps, *d.missing))
+            + "</ul>"
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -180,13 +204,17 @@ def monitor_html(report: MonitorReport) -> str:
         f"<h1>{escape(title)}</h1>",
         f"<p>{_t(_iso(report.since))} to {_t(_iso(report.until))}; windows of {report.window_s / 3600:g} h; "
         f"Silica {escape(__version__)}; sources: {_t(', '.join(report.sources))}.</p>",
-        "<h2>Summary</h2><div class=\"wide\">",
+        '<h2>Summary</h2><div class="wide">',
         _table(SUMMARY_HEAD, _summary_rows(report), numeric=(3, 4, 5, 6, 11, 12, 13)),
         "</div>",
     ]
     drift = [x.describe() for d in report.deployments for x in d.drift]
     body.append("<h2>Drift outside the plan's band</h2>")
-    body.append("<ul>" + "".join(f'<li class="flag">{_t(x)}</li>' for x in drift) + "</ul>" if drift else "<p>None: every window with data stayed inside the band.</p>")
+    body.append(
+        "<ul>" + "".join(f'<li class="flag">{_t(x)}</li>' for x in drift) + "</ul>"
+        if drift
+        else "<p>None: every window with data stayed inside the band.</p>"
+    )
     body.append("<h2>Advice</h2>")
     body.append(
         "<ul>" + "".join(f"<li><b>{_t(a.kind)}</b>: {_t(a.text)}</li>" for a in report.advice) + "</ul>"
@@ -195,7 +223,9 @@ def monitor_html(report: MonitorReport) -> str:
     )
     body += [_section(d) for d in report.deployments]
     if report.notes:
-        body.append("<h2>Notes on the data</h2><ul>" + "".join(f"<li>{_t(n)}</li>" for n in report.notes) + "</ul>")
+        body.append(
+            "<h2>Notes on the data</h2><ul>" + "".join(f"<li>{_t(n)}</li>" for n in report.notes) + "</ul>"
+        )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -226,7 +256,16 @@ def monitor_markdown(report: MonitorReport) -> str:
     for d in report.deployments:
         lines += ["", f"## {d.name}", "", f"Plan: {d.plan.source}", ""]
         lines += _md_table(
-            ("window", "tokens/s", "utilisation", "TTFT mean ms", "TPOT mean ms", "instance-hours", "cost $", "plan band"),
+            (
+                "window",
+                "tokens/s",
+                "utilisation",
+                "TTFT mean ms",
+                "TPOT mean ms",
+                "instance-hours",
+                "cost $",
+                "plan band",
+            ),
             [[_plain(c) for c in row] for row in _window_rows(d)],
         )
         lines += [f"- gap: {g}" for g in (*d.gaps, *d.missing)]

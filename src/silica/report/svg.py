@@ -209,7 +209,9 @@ def line_chart(
     for k, line in enumerate(lines):
         lx = left + k * 150
         dash = ' stroke-dasharray="6 4"' if line.dashed else ""
-        parts.append(f'<line x1="{lx}" y1="31" x2="{lx + 22}" y2="31" stroke="{_color(line.color)}" stroke-width="2.5"{dash}/>')
+        parts.append(
+            f'<line x1="{lx}" y1="31" x2="{lx + 22}" y2="31" stroke="{_color(line.color)}" stroke-width="2.5"{dash}/>'
+        )
         parts.append(_text(lx + 26, 35, line.name))
     for i in range(5):
         v = hi * i / 4
@@ -221,8 +223,9 @@ def line_chart(
     for line in lines:
         dash = ' stroke-dasharray="6 4"' if line.dashed else ""
         run: list[str] = []
-        for xv, v in (*zip(x, line.values, strict=True), (None, None)):
-            if v is None or xv is None:
+        points: list[tuple[float | None, float | None]] = [*zip(x, line.values, strict=True), (None, None)]
+        for at, value in points:
+            if value is None or at is None:
                 if len(run) > 1:
                     parts.append(
                         f'<polyline points="{" ".join(run)}" fill="none" stroke="{_color(line.color)}" '
@@ -233,7 +236,7 @@ def line_chart(
                     parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{_color(line.color)}"/>')
                 run = []
                 continue
-            run.append(f"{px(xv):.1f},{py(v):.1f}")
+            run.append(f"{px(at):.1f},{py(value):.1f}")
     parts.append("</svg>")
     return "".join(parts)
 
