@@ -80,6 +80,9 @@ def test_windows_are_stored_and_history_shows_them(replay: Replay) -> None:
     }
     assert sum("30% slower" in v for v in verdicts.values()) == 1
     assert all(r["payload"]["window"]["output_tokens_per_s"] is not None for r in records)
+    code, out, err = run("history", "--kind", "monitor")
+    assert code == 0, err
+    assert "DRIFT" in out and "chat-neuron" in out and "over-provisioned" in out
 
 
 def test_html_and_markdown_reports(replay: Replay, tmp_path: Path) -> None:

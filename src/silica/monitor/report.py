@@ -141,6 +141,7 @@ class MonitorReport:
                             "start": _iso(w.start),
                             "end": _iso(w.end),
                             "verdict": "; ".join(drift) if drift else dep.verdict,
+                            "summary": _summary_line(dep, w, drift),
                             "window": asdict(w),
                             "planned": {
                                 "output_tokens_per_s_per_instance": dep.plan.tokens_per_s_per_instance,
@@ -153,6 +154,19 @@ class MonitorReport:
                     )
                 )
         return out
+
+
+def _summary_line(dep: DeploymentReport, w: Span, drift: list[str]) -> str:
+    """The line `silica history` shows for one stored window."""
+    parts = [f"{dep.name} {_when(w.start)}-{_when(w.end)[-5:]}"]
+    if w.output_tokens_per_s is not None:
+        parts.append(f"{w.output_tokens_per_s:,.0f} tok/s")
+    if w.tpot is not None and w.tpot.mean_ms is not None and dep.plan.tpot_ms:
+        parts.append(f"TPOT {w.tpot.mean_ms:.1f} ms (plan {dep.plan.tpot_ms:.1f})")
+    if w.usd_per_1m_output_tokens is not None:
+        parts.append(f"${w.usd_per_1m_output_tokens:,.3f}/1M out")
+    parts.append("DRIFT: " + "; ".join(d.split(": ", 1)[-1] for d in drift) if drift else dep.verdict)
+    return ", ".join(parts)
 
 
 def build_report(
