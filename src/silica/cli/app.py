@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from silica import __version__
+from silica.cli._guard import GuardedGroup
 
 app = typer.Typer(
+    cls=GuardedGroup,  # one line and an exit code for anything a command raises, never a traceback
     name="silica",
     help="Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs.",
     no_args_is_help=True,
@@ -74,13 +76,7 @@ def _register() -> None:
         "fleet_cmd",
         "monitor_cmd",
     ):
-        try:
-            module = importlib.import_module(f"silica.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"silica.cli.{name}":
-                continue  # that command group is not built yet
-            raise
-        module.register(app)
+        importlib.import_module(f"silica.cli.{name}").register(app)
 
 
 _register()

@@ -1,0 +1,91 @@
+"""The last line of defence at the CLI boundary: no user ever sees a traceback.
+
+Every command group runs inside `GuardedGroup.invoke`. A `SilicaError` the command did not catch
+itself becomes its one line and exit code 2, Ctrl-C becomes "interrupted" and 130, and anything else
+is a bug: one line saying so, the traceback written to a log file (never to the screen) and exit
+code 70 (EX_SOFTWARE in sysexits.h). The hostile-input suite asserts that none of its cases reach
+the internal-error path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from silica.errors import SilicaError
+
+__all__ = ["INTERNAL_ERROR_EXIT", "GuardedGroup", "crash_log_dir", "write_crash_log"]
+
+INTERNAL_ERROR_EXIT = 70  # sysexits.h EX_SOFTWARE: an internal software error
+ENV_LOG_DIR = "SILICA_LOG_DIR"
+
+
+def crash_log_dir() -> Path:
+    """`SILICA_LOG_DIR`, else the platform's user log folder for Silica (platformdirs)."""
+    chosen = os.environ.get(ENV_LOG_DIR)
+    if chosen:
+        return Path(chosen)
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("silica", appauthor=False))
+
+
+def write_crash_log(err: BaseException) -> Path | None:
+    """Write the traceback of `err` with the command line to a new file; None when nowhere is writable."""
+    text = (
+        f"silica internal error at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+        f"argv: {sys.argv!r}\n\n" + "".join(traceback.format_exception(err))
+    )
+    for folder in (crash_log_dir(), Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix="silica-crash-", suffix=".log", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            return Path(name)
+        except OSError:
+            continue
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+class GuardedGroup(TyperGroup):
+    """A typer group whose subcommands cannot end in a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except SilicaError as err:
+            sys.stderr.write(f"error: {_one_line(str(err))}\n")
+            raise typer.Exit(err.exit_code) from None
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # `silica compare ... | head`: the reader went away; nothing left to say to it.
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+            raise typer.Exit(0) from None
+        except Exception as err:
+            log = write_crash_log(err)
+            where = f"the details are in {log}" if log else "no log file could be written"
+            sys.stderr.write(
+                f"internal error: {type(err).__name__}: {_one_line(str(err))}; {where}; "
+                "please report it with that file.\n"
+            )
+            raise typer.Exit(INTERNAL_ERROR_EXIT) from None
