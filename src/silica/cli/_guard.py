@@ -18,7 +18,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -58,6 +57,28 @@ def write_crash_log(err: BaseException) -> Path | None:
     return None
 
 
+def _passthrough() -> tuple[type[BaseException], ...]:
+    """Exceptions that are the CLI framework's own way to end: exit codes, aborts, usage errors.
+
+    Typer 0.29 vendors click (its `Exit` is a RuntimeError, its usage errors derive from
+    `TyperException`); older typer uses click itself. Both sets pass through untouched.
+    """
+    kinds: list[type[BaseException]] = [typer.Exit, typer.Abort]
+    base = getattr(typer.exceptions, "TyperException", None)
+    if isinstance(base, type):
+        kinds.append(base)
+    try:
+        import click
+
+        kinds += [click.exceptions.Exit, click.exceptions.Abort, click.ClickException]
+    except ImportError:
+        pass
+    return tuple(kinds)
+
+
+_PASSTHROUGH = _passthrough()
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
@@ -65,10 +86,10 @@ def _one_line(text: str) -> str:
 class GuardedGroup(TyperGroup):
     """A typer group whose subcommands cannot end in a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except _PASSTHROUGH:
             raise
         except SilicaError as err:
             sys.stderr.write(f"error: {_one_line(str(err))}\n")
