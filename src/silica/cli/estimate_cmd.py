@@ -240,6 +240,8 @@ def _print_estimate(r: Any) -> None:
         if r.mfu is not None:
             table.add_row("MFU", f"{r.mfu:.1%}")
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
+        for phase in r.time:
+            table.add_row("time", _phase_line(phase, r.batch))
         table.add_row(
             "USD / hour", _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)"
         )
@@ -248,6 +250,34 @@ def _print_estimate(r: Any) -> None:
     for note in r.assumptions:
         table.add_row("assumes", note)
     out.print(table)
+
+
+# How the parts of a phase's time read in a sentence (`results.PhaseTime.parts_ms` keys).
+_PART_LABELS = {
+    "compute": "compute",
+    "weights": "weights",
+    "kv": "KV",
+    "activations": "activations",
+    "all_reduce": "all-reduce",
+    "pipeline": "pipeline hand-offs",
+    "bubble": "pipeline bubble",
+    "gradient_sync": "gradient sync",
+    "optimizer": "optimizer",
+    "overhead": "overhead",
+}
+
+
+def _ms(value: float, unit: float) -> str:
+    scaled = value / unit
+    return f"{scaled:.0f}" if scaled >= 10 else f"{scaled:.1f}" if scaled >= 1 else f"{scaled:.2g}"
+
+
+def _phase_line(p: Any, batch: int | None) -> str:
+    """'decode step 26 ms: weights 14, KV 3, all-reduce 7, overhead 2' (seconds past 1,000 ms)."""
+    unit, name = (1e3, "s") if p.ms >= 1e3 else (1.0, "ms")
+    label = f"{p.phase} of {batch} prompts" if p.phase == "prefill" and batch and batch > 1 else p.phase
+    parts = ", ".join(f"{_PART_LABELS.get(k, k)} {_ms(v, unit)}" for k, v in p.parts_ms.items())
+    return f"{label} {_ms(p.ms, unit)} {name}: {parts}"
 
 
 def _band(r: Any, key: str, spec: str) -> str:

@@ -20,6 +20,7 @@ from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
 from silica.perf.inference import inference_perf
+from silica.perf.inputs import Layout, Requests, TrainingRun, Widths
 from silica.perf.kernels import ModelCosts, train_step
 from silica.perf.machine import Machine, machine_arrays, with_params
 from silica.perf.precision import precision
@@ -244,18 +245,9 @@ def _evaluate(g: _Group, m: Machine) -> Array:
         step = train_step(
             costs,
             m,
-            tp=a["tp"],
-            pp=a["pp"],
-            dp=dp,
-            global_batch=a["batch"],
-            micro_batch=a["micro_batch"],
-            seq_len=a["seq_len"],
-            w_bytes=np.full_like(a["tp"], 2.0),
-            act_bytes=a["act_bytes"],
-            zero_stage=1,
-            pads_heads=a["static"] > 0,
-            chip_peak_flops=a["peak"],
-            units_per_node=m.units_per_instance,
+            Layout(tp=a["tp"], pp=a["pp"], batch=a["micro_batch"], static_shapes=a["static"] > 0, dp=dp),
+            TrainingRun(global_batch=a["batch"], seq_len=a["seq_len"], zero_stage=1, peak_flops=a["peak"]),
+            Widths(weight=np.full_like(a["tp"], 2.0), act=a["act_bytes"], kv=a["kv_bytes"]),
         )
         attention = 3.0 * costs.attention_flops(
             np.asarray(1.0), a["seq_len"] / 2.0, np.asarray(costs.n_heads)
@@ -268,16 +260,9 @@ def _evaluate(g: _Group, m: Machine) -> Array:
     perf = inference_perf(
         costs,
         m,
-        tp=tp,
-        pp=a["pp"],
-        batch=a["batch"],
-        input_len=a["input_len"],
-        output_len=a["output_len"],
-        seq_len=a["seq_len"],
-        w_bytes=a["w_bytes"],
-        act_bytes=a["act_bytes"],
-        kv_bytes=a["kv_bytes"],
-        static_shapes=a["static"] > 0,
+        Layout(tp=tp, pp=a["pp"], batch=a["batch"], static_shapes=a["static"] > 0),
+        Requests(input_len=a["input_len"], output_len=a["output_len"], seq_len=a["seq_len"]),
+        Widths(weight=a["w_bytes"], act=a["act_bytes"], kv=a["kv_bytes"]),
         d_ff=float(g.model.d_ff or 4 * g.model.d_model),
     )
     replicas = np.maximum(np.floor(a["units"] / (tp * a["pp"])), 1.0)
