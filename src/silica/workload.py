@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from silica.catalog.schema import DTYPES, Dtype
+from silica.cost.money import SECONDS_PER_MONTH
 from silica.errors import InputError
 
 __all__ = ["DTYPE_BYTES", "Deployment", "InferenceWorkload", "TrainingWorkload", "check_dtype"]
@@ -25,8 +26,6 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1.0,
     "fp4": 0.5,
 }
-
-SECONDS_PER_MONTH = 730.0 * 3600.0  # AWS bills a month as 730 hours
 
 
 def check_dtype(value: str, what: str) -> Dtype:

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from silica.advise.costing import HOURS_PER_MONTH, Candidate, current_cost
+from silica.advise.costing import Candidate, current_cost
 from silica.advise.decide import decide
 from silica.advise.inventory import Constraints, Current, WorkloadSpec
 from silica.advise.rules import load_rules
 from silica.advise.scanfile import ScanSummary
+from silica.cost import HOURS_PER_MONTH, SECONDS_PER_MONTH
 from silica.models import load_model
 from silica.results import Estimate
-from silica.workload import SECONDS_PER_MONTH, InferenceWorkload, TrainingWorkload
+from silica.workload import InferenceWorkload, TrainingWorkload
 
 RATE = 5000.0  # USD per engineer-week
 

@@ -17,6 +17,7 @@ from silica.advise.decide import decide, migration_weeks, with_estimates
 from silica.advise.inventory import Inventory, WorkloadSpec, load_inventory
 from silica.advise.results import Advice, Sensitivity, Verdict, WorkloadAdvice
 from silica.advise.rules import Rules, load_rules
+from silica.cost import HOURS_PER_MONTH
 from silica.errors import InputError, SilicaError
 from silica.plan import compare, estimate
 from silica.results import Estimate
@@ -60,7 +61,7 @@ def advise(
         engineer_usd_per_week=rate,
         assumptions=(
             f"prices: {option}" + (f" in {inv.region}" if inv.region else ""),
-            "a month is 730 hours, as AWS bills it",
+            f"a month is {HOURS_PER_MONTH:g} hours, as AWS bills it",
             f"migration cost = engineer-weeks x ${rate:,.0f} per engineer-week; running old and new side by "
             "side during the cut-over is not counted beyond the GPU fallback rule",
             "Trainium2/3 and UltraServer prices are not public: those options show a break-even price, "

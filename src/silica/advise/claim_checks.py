@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from silica.advise.claim_context import (
     Context,
+    breakeven,
     cannot_run,
     divide,
     graded_figure,
@@ -57,10 +58,8 @@ def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         )
         cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
         if cost_r and hours:
-            holds.append(
-                HoldsAt(
-                    subject, p["price_ratio"] * cost_r / hours, f"{wid}: half the cost per token of {ref}"
-                )
+            holds += breakeven(
+                subject, p["price_ratio"] * cost_r, hours, f"{wid}: half the cost per token of {ref}"
             )
     if ref_price:
         holds.insert(
@@ -98,13 +97,8 @@ def price_performance_breakeven(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
         assert cost_r is not None and hours is not None
         for better in (p["better_low"], p["better_high"]):
-            holds.append(
-                HoldsAt(
-                    subject,
-                    cost_r / (1 + better) / hours,
-                    f"{wid}: {better:.0%} better price-performance than {ref}",
-                )
-            )
+            meaning = f"{wid}: {better:.0%} better price-performance than {ref}"
+            holds += breakeven(subject, cost_r / (1 + better), hours, meaning)
         figures.append(
             Figure(
                 f"throughput per instance, {subject} / {ref}, {wid}",
@@ -176,13 +170,8 @@ def best_case_cost_ratio(spec: ClaimSpec, ctx: Context) -> ClaimResult:
             )
         hours = ctx.hours_per_mtok(u, wid) if u else None
         if cost_r and hours:
-            holds.append(
-                HoldsAt(
-                    p["unpriced_subject"],
-                    p["cost_ratio"] * cost_r / hours,
-                    f"{wid}: 25% of {p['reference']}'s cost",
-                )
-            )
+            meaning = f"{wid}: 25% of {p['reference']}'s cost"
+            holds += breakeven(p["unpriced_subject"], p["cost_ratio"] * cost_r, hours, meaning)
     if not ratios:
         return cannot_run(spec, f"{p['subject']} or {p['reference']}")
     best, where = min(ratios)
@@ -275,13 +264,8 @@ def unpriced_vs_best_gpu(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         )
         hours = ctx.hours_per_mtok(s, wid)
         if hours:
-            holds.append(
-                HoldsAt(
-                    p["subject"],
-                    (1 - p["reduction"]) * best / hours,
-                    f"{wid}: {p['reduction']:.0%} below {where}",
-                )
-            )
+            meaning = f"{wid}: {p['reduction']:.0%} below {where}"
+            holds += breakeven(p["subject"], (1 - p["reduction"]) * best, hours, meaning)
     return result(
         spec, "cannot check", holds_if(holds), f"{p['subject']} has no public price", figures, holds
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+from silica import cost
 from silica.advise.claims import (
     ClaimResult,
     ClaimsFile,
@@ -29,6 +30,7 @@ from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = [
     "Context",
+    "breakeven",
     "cannot_run",
     "divide",
     "graded_figure",
@@ -85,13 +87,12 @@ class Context:
     def hours_per_mtok(self, e: Estimate, wid: str) -> float | None:
         """Instance-hours per million tokens (output tokens served, or training tokens)."""
         if e.task == "inference":
-            return e.count / (e.output_tokens_per_s * 3600.0) * 1e6 if e.output_tokens_per_s else None
+            return cost.hours_per_million(e.count, e.output_tokens_per_s)
         return e.count * e.train_days * 24.0 / (self.tokens(wid) / 1e6) if e.train_days else None
 
     def unit_cost(self, e: Estimate, wid: str) -> float | None:
         """USD per million tokens at the instance's price; None when it has none."""
-        hours = self.hours_per_mtok(e, wid)
-        return e.price.usd_per_hour * hours if e.price is not None and hours is not None else None
+        return cost.usd(e.price.usd_per_hour if e.price is not None else None, self.hours_per_mtok(e, wid))
 
     def per_instance(self, e: Estimate) -> float | None:
         """Tokens per second one instance contributes (output tokens, or training tokens)."""
@@ -164,6 +165,13 @@ def summary(figures: Sequence[Figure], template: str) -> str:
     """The computed figures on one line, each written by `template` (a `str.format` string with the
     fields `name` and `value`); figures Silica could not compute are left out."""
     return "; ".join(template.format(name=f.name, value=f.value) for f in figures if f.value is not None)
+
+
+def breakeven(instance: str, budget_usd: float, hours: float, meaning: str) -> list[HoldsAt]:
+    """The hourly price of `instance` at which `hours` instance-hours cost `budget_usd` (the claim's
+    bar), as a one-item list to add to a check's `holds`; empty when no positive price meets it."""
+    price = cost.breakeven_price(budget_usd, hours)
+    return [] if price is None else [HoldsAt(instance, price, meaning)]
 
 
 def holds_if(holds: Sequence[HoldsAt]) -> str:

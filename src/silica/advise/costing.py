@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from silica.advise.inventory import WorkloadSpec
 from silica.advise.results import CurrentCost, Group
 from silica.advise.rules import Rules
+from silica.cost import HOURS_PER_MONTH, usd, usd_per_hour, usd_per_month
 from silica.errors import InputError
 from silica.results import Estimate
 from silica.workload import InferenceWorkload
 
-__all__ = ["HOURS_PER_MONTH", "Candidate", "candidates", "current_cost", "group_of"]
-
-HOURS_PER_MONTH = 730.0  # AWS bills a month as 730 hours (EC2 pricing pages)
+__all__ = ["Candidate", "candidates", "current_cost", "group_of"]
 
 
 def group_of(estimate: Estimate) -> Group | None:
@@ -126,12 +125,12 @@ def current_cost(spec: WorkloadSpec, estimate: Estimate | None, rules: Rules) ->
         raise InputError(f"Workload {spec.name!r} has no current cost.", "give current.monthly_usd.")
     elif spec.task == "training" and spec.runs_per_month is not None and run_hours is not None:
         hours = run_hours / goodput * spec.runs_per_month
-        monthly = cur.usd_per_hour * cur.count * hours
+        monthly = usd(usd_per_hour(cur.usd_per_hour, cur.count), hours)
         basis = (
             f"{cur.count} x {cur.instance} at ${cur.usd_per_hour:,.2f}/h for {spec.runs_per_month:g} runs of "
             f"{run_hours:,.0f} h (modelled) / {goodput:g} goodput"
         )
     else:
-        monthly = cur.usd_per_hour * cur.count * HOURS_PER_MONTH
+        monthly = usd_per_month(usd_per_hour(cur.usd_per_hour, cur.count))
         basis = f"{cur.count} x {cur.instance} at ${cur.usd_per_hour:,.2f}/h x {HOURS_PER_MONTH:g} h"
     return CurrentCost(cur.instance, cur.count, monthly, basis, runs, runs_basis, estimate)

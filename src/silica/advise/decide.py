@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from silica import cost
 from silica.advise.costing import Candidate
 from silica.advise.inventory import WorkloadSpec
 from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option, Status, Verdict
@@ -170,19 +171,22 @@ def _option(
             f"keeps a GPU fallback for {len(scan.unsupported_ops)} unsupported op(s) (+${extra:,.0f}/month)"
         )
         notes.append(_tag(rules, "gpu-fallback", text))
-    breakeven = (current.monthly_usd - extra) / hours
-    pays_back = (current.monthly_usd - extra - migration_usd / rules["max_payback_months"]) / hours
-    prices = (breakeven if breakeven > 0 else None, pays_back if pays_back > 0 else None)
+    breakeven = cost.breakeven_price(current.monthly_usd - extra, hours)
+    pays_back = cost.breakeven_price(
+        current.monthly_usd - extra - migration_usd / rules["max_payback_months"], hours
+    )
+    prices = (breakeven, pays_back)
     if cand.usd_per_hour is None:
-        text = f"no public price; moving saves money below ${breakeven:,.2f}/h"
+        below = f"below ${breakeven:,.2f}/h" if breakeven is not None else "at no price (today costs less)"
+        text = f"no public price; moving saves money {below}"
         status: Status = "disqualified" if disq else "unpriced"
         return make(status, (*disq, *notes, _tag(rules, "unpriced", text)), prices=prices)
-    monthly = cand.usd_per_hour * price_factor * hours + extra
+    monthly = cost.usd(cand.usd_per_hour * price_factor, hours) + extra
     savings = current.monthly_usd - monthly
     fraction = savings / current.monthly_usd
     # A saving within rounding of today's bill is no saving: it has no payback period.
     negligible = fraction < rules["negligible_savings_fraction"]
-    payback = None if negligible else migration_usd / savings
+    payback = None if negligible else cost.payback_months(migration_usd, savings)
     status = "disqualified" if disq else "eligible"
     if status == "eligible" and negligible:
         status = "excluded"
@@ -218,7 +222,9 @@ def decide(
     util = utilisation or rules["serving_utilisation" if spec.task == "inference" else "training_goodput"]
     groups = family_disqualifiers(spec, rules)
     nvidia = [c for c in cands if c.group == "nvidia" and c.usd_per_hour is not None and c.estimate.feasible]
-    gpu_costs = [c.usd_per_hour * price_factor * (c.instance_hours(util) or 0.0) for c in nvidia]  # type: ignore[operator]
+    gpu_costs = [
+        cost.usd((c.usd_per_hour or 0.0) * price_factor, c.instance_hours(util) or 0.0) for c in nvidia
+    ]
     fallback = rules["gpu_fallback_fraction"] * min(gpu_costs) if gpu_costs else 0.0
     options = tuple(
         _option(spec, c, current, rules, rate, groups[c.group], fallback, price_factor, util) for c in cands

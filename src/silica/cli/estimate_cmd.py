@@ -344,13 +344,10 @@ def _print_comparison(c: Any) -> None:
     from rich.table import Table
 
     out = console()
-    training = c.task == "training"
+    training, loaded, encoder = c.ranking.training, c.ranking.loaded, c.ranking.encoder
     table = Table(title=f"{c.model}: {c.task}, every instance type ranked by cost")
     for col in ("#", "instance", "n", "chip", "layout"):
         table.add_column(col)
-    wl = c.workload
-    loaded = not training and (wl.get("rate_req_per_s") or wl.get("tokens_per_month"))
-    encoder = not training and wl.get("output_len") == 0
     if training:
         metrics: tuple[str, ...] = ("tok/s/chip", "days", "$/h", "$ per run", "p10-p90")
     elif encoder:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from silica import cost
 from silica.fleet.capacity import Pool
 from silica.fleet.jobs import TrainingJob
 from silica.fleet.policies import Allocation
@@ -80,10 +81,10 @@ def measure(
         for p, h in zip(d.pools, inst_hours, strict=True)
         if h > 0 and p.usd_per_instance_hour is None
     ]
-    rate = np.zeros(steps)
+    rate = np.zeros(steps)  # USD per hour, per step
     for i, usd in enumerate(prices):
-        rate += billed_inst[i] * (usd or 0.0)
-    total_usd = None if unpriced else float(rate.sum() * step_h)
+        rate += cost.usd_per_hour(usd or 0.0, billed_inst[i])
+    total_usd = None if unpriced else cost.usd(float(rate.sum()), step_h)
     demanded = float(d.demand.sum() * d.step_s)
     served_tokens = float(served.sum() * d.step_s)
 
@@ -110,8 +111,8 @@ def measure(
         "total_usd": total_usd,
         "usd_per_hour": None if total_usd is None else total_usd / horizon_h,
         "usd_per_1m_output_tokens": None
-        if total_usd is None or served_tokens <= 0
-        else total_usd / (served_tokens / 1e6),
+        if served_tokens <= 0
+        else cost.usd_per_million(total_usd, served_tokens),
         "unpriced_pools": unpriced,
     }
     pools = [
@@ -120,9 +121,7 @@ def measure(
             "purchase": p.purchase,
             "chips": p.chips,
             "instance_hours": float(inst_hours[i]),
-            "usd": None
-            if p.usd_per_instance_hour is None
-            else float(inst_hours[i] * p.usd_per_instance_hour),
+            "usd": cost.usd(p.usd_per_instance_hour, float(inst_hours[i])),
             "inference_chip_hours": float(inf_chips[i].sum() * step_h),
             "training_chip_hours": float(train[i].sum() * step_h),
             "floor_chips": int(d.alloc.floor[i]),

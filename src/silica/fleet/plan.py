@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from silica import cost
 from silica.catalog import load_catalog
 from silica.catalog.schema import Catalog
 from silica.errors import InfeasibleError, InputError
@@ -117,17 +118,16 @@ def _candidates(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[
 
 
 def _per_unit(pl: Sizer, name: str, buy: Purchase, training: bool) -> float:
+    """USD per 1M tokens (trained, or served by one replica) of a pool template; inf when unknown."""
     t = pl.templates[(name, buy)]
-    if t.usd_per_instance_hour is None:
-        return math.inf
     if training:
-        return (
-            t.usd_per_instance_hour / (t.chips_per_instance * (t.train_speed or 0.0))
-            if t.train_speed
-            else math.inf
+        tok_s = t.chips_per_instance * t.train_speed if t.train_speed else None
+        found = cost.usd_per_million_tokens(t.usd_per_instance_hour, tok_s)
+    else:
+        found = cost.usd_per_million_tokens(
+            cost.usd_per_hour(t.usd_per_instance_hour, t.instances_per_replica), t.replica_tokens_per_s
         )
-    cap = t.replica_tokens_per_s
-    return t.usd_per_instance_hour * t.instances_per_replica / cap if cap else math.inf
+    return math.inf if found is None else found
 
 
 def _pairs(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candidate]:

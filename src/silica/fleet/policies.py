@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.ndimage import maximum_filter1d
 
+from silica import cost
 from silica.errors import InputError
 from silica.fleet.capacity import Pool
 
@@ -109,13 +110,9 @@ def _order(pools: list[Pool]) -> list[int]:
 
     def key(p: int) -> tuple[bool, float, int]:
         pool = pools[p]
-        usd = pool.usd_per_instance_hour
-        per_token = (
-            usd * pool.instances_per_replica / pool.replica_tokens_per_s
-            if usd is not None and pool.replica_tokens_per_s
-            else math.inf
-        )
-        return (pool.train_speed is not None, per_token, p)
+        usd_h = cost.usd_per_hour(pool.usd_per_instance_hour, pool.instances_per_replica)
+        per_token = cost.usd_per_million_tokens(usd_h, pool.replica_tokens_per_s)
+        return (pool.train_speed is not None, math.inf if per_token is None else per_token, p)
 
     return sorted(range(len(pools)), key=key)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from silica.monitor.money import hourly_usd
+from silica.cost import usd_per_hour
 from silica.monitor.plan import Planned
 
 __all__ = ["EXPORTED", "PlanCollector", "exposition", "registry", "serve"]
@@ -71,7 +71,7 @@ class PlanCollector:
                     fams["silica_plan_ttft_seconds"].add_metric([*base, bound], ttft / 1000.0)
                 if tpot is not None:
                     fams["silica_plan_tpot_seconds"].add_metric([*base, bound], tpot / 1000.0)
-            cost = hourly_usd(p.count, p.usd_per_instance_hour)
+            cost = usd_per_hour(p.usd_per_instance_hour, p.count)
             if cost is not None:
                 fams["silica_plan_cost_usd_per_hour"].add_metric(base, cost)
             if p.usd_per_1m_output_tokens is not None:

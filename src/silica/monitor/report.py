@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from silica import cost
 from silica.errors import InputError
 from silica.monitor import figures as fg
-from silica.monitor.money import instance_cost, monthly_usd, per_million
 from silica.monitor.plan import Planned
 from silica.monitor.series import Series, Telemetry
 from silica.monitor.signals import CHIP_LABELS, HOST_LABELS, signal_of
@@ -371,7 +371,7 @@ def _spans(
         rate = out_tokens / extent if out_tokens is not None and extent else None
         prompt_rate = prompt_tokens[i] / _extent(prompt, a, b) if prompt and _extent(prompt, a, b) else None
         inst_hours = hours[i] if hours is not None else (plan.count * extent / 3600.0 if extent else None)
-        usd = instance_cost(inst_hours, plan.usd_per_instance_hour)
+        usd = cost.usd(plan.usd_per_instance_hour, inst_hours)
         out.append(
             Span(
                 start=a,
@@ -385,7 +385,7 @@ def _spans(
                 instances=instances[i] if instances is not None else None,
                 instance_hours=inst_hours,
                 usd=usd,
-                usd_per_1m_output_tokens=per_million(usd, out_tokens),
+                usd_per_1m_output_tokens=cost.usd_per_million(usd, out_tokens),
                 requests_running=running[i],
             )
         )
@@ -569,7 +569,7 @@ def _advice(deps: Sequence[DeploymentReport], target: float) -> tuple[Advice, ..
         slo_ok = all(v is not False for v in d.slo.values())
         slow = any(x.direction == "slower" for x in d.drift)
         if needed is not None and needed < have and slo_ok and not slow:
-            saving = monthly_usd(have - needed, d.plan.usd_per_instance_hour)
+            saving = cost.usd_per_month(cost.usd_per_hour(d.plan.usd_per_instance_hour, have - needed))
             money = f"saves ${saving:,.0f}/month" if saving is not None else "saving unknown (no price)"
             out.append(
                 Advice(

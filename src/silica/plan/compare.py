@@ -7,16 +7,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
+from silica.cost import Ranking
 from silica.errors import InfeasibleError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration
 from silica.plan.inference_search import search_inference
-from silica.plan.targets import resolve_targets
+from silica.plan.targets import ranking, resolve_targets
 from silica.plan.training_search import search_training
 from silica.results import Estimate
-from silica.workload import SECONDS_PER_MONTH, Deployment, InferenceWorkload, TrainingWorkload
+from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
 __all__ = ["Comparison", "compare", "estimate"]
 
@@ -42,25 +44,33 @@ def estimate(
     targets = resolve_targets(
         [deployment.instance], catalog=catalog, calibration=calibration, option=option, region=region
     )
-    search = search_inference if isinstance(workload, InferenceWorkload) else search_training
-    (result,) = search(spec, workload, targets, count=deployment.count, tp=deployment.tp, pp=deployment.pp)  # type: ignore[arg-type]
+    d = deployment
+    if isinstance(workload, InferenceWorkload):
+        (result,) = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)
+    else:
+        (result,) = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)
     return result
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Every instance type ranked: priced feasible by cost, then unpriced feasible, then infeasible."""
+    """Every instance type ranked: priced feasible by cost, then unpriced feasible, then infeasible.
+
+    `ranking` says which cost the order follows (per run, per month at the load, per 1M tokens).
+    """
 
     model: str
     task: str
     workload: dict[str, Any]
     results: tuple[Estimate, ...]
+    ranking: Ranking
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "task": self.task,
             "workload": self.workload,
+            "ranking": self.ranking.to_dict(),
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -92,11 +102,12 @@ def compare(
         region=region,
         include_announced=include_announced,
     )
+    rank = ranking(workload)
     if isinstance(workload, InferenceWorkload):
-        found = search_inference(spec, workload, targets)
+        found = search_inference(spec, workload, targets, rank=rank)
     else:
         found = search_training(spec, workload, targets)
-    ranked = _with_breakeven(found, workload)
+    ranked = _with_breakeven(found, rank)
     if not any(r.feasible for r in ranked):
         fix = (
             "relax the SLOs, shorten the sequences, or use a narrower --dtype."
@@ -113,6 +124,7 @@ def compare(
         task=workload.task,
         workload={k: getattr(workload, k) for k in workload.__slots__ if k != "task"},
         results=tuple(ranked),
+        ranking=rank,
     )
 
 
@@ -122,35 +134,19 @@ def _closest(infeasible: list[Estimate], n: int = 2) -> list[Estimate]:
     return (slo or infeasible)[:n]
 
 
-def _cost_per_usd_hour(r: Estimate, wl: Workload) -> float | None:
-    """What the ranking cost of `r` would be at $1 per instance-hour (cost is linear in price).
-
-    The ranking cost is USD per run for training; for inference, USD per month when a load is
-    given, else USD per 1M generated tokens (per 1M prompt tokens for encoders).
-    """
-    if isinstance(wl, TrainingWorkload):
-        return r.train_days * 24.0 * r.count if r.train_days else None
-    if wl.rate_req_per_s is not None or wl.tokens_per_month is not None:
-        return (r.instances_for_load or r.count) * SECONDS_PER_MONTH / 3600.0
-    rate = r.output_tokens_per_s if wl.output_len > 0 else r.input_tokens_per_s
-    return r.count / (rate * 3600.0) * 1e6 if rate else None
-
-
-def _with_breakeven(found: list[Estimate], wl: Workload) -> list[Estimate]:
-    """Rank, and give each unpriced feasible option the hourly price at which it ties the cheapest."""
-
-    def cost(r: Estimate) -> float | None:
-        factor = _cost_per_usd_hour(r, wl)
-        return None if r.price is None or factor is None else r.price.usd_per_hour * factor
-
-    priced = sorted((r for r in found if r.feasible and cost(r) is not None), key=lambda r: cost(r) or 0.0)
-    unpriced = [r for r in found if r.feasible and cost(r) is None]
+def _with_breakeven(found: list[Estimate], rank: Ranking) -> list[Estimate]:
+    """Rank by the cost each estimate carries, and give each unpriced feasible option the hourly
+    price at which it ties the cheapest (cost is linear in price)."""
+    priced = sorted(
+        (r for r in found if r.feasible and rank.usd(r) is not None), key=lambda r: rank.usd(r) or 0.0
+    )
+    unpriced = [r for r in found if r.feasible and rank.usd(r) is None]
     infeasible = [r for r in found if not r.feasible]
-    cheapest = cost(priced[0]) if priced else None
+    cheapest = rank.usd(priced[0]) if priced else None
     filled = []
     for r in unpriced:
-        factor = _cost_per_usd_hour(r, wl)
-        breakeven = cheapest / factor if cheapest is not None and factor else None
+        hours = rank.instance_hours(r)
+        breakeven = cost.breakeven_price(cheapest, hours) if cheapest is not None and hours else None
         filled.append(replace(r, breakeven_usd_per_hour=breakeven))
     filled.sort(key=lambda r: -(r.breakeven_usd_per_hour or 0.0))
     return priced + filled + sorted(infeasible, key=lambda r: r.instance)

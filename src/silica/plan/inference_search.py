@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from silica import cost
+from silica.cost import Ranking
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.inputs import Layout, Requests
@@ -20,9 +22,18 @@ from silica.perf.kernels import ModelCosts
 from silica.perf.machine import GIB, machine_arrays
 from silica.perf.precision import precision, widths
 from silica.plan.grid import BATCHES, Grid, make_grid
-from silica.plan.targets import Target, check_layout, check_shapes, requests_per_s, tp_choices
-from silica.results import Band, Estimate, PhaseTime, PriceUsed
-from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
+from silica.plan.targets import (
+    Target,
+    band,
+    check_layout,
+    check_shapes,
+    price_used,
+    ranking,
+    requests_per_s,
+    tp_choices,
+)
+from silica.results import Estimate, PhaseTime
+from silica.workload import InferenceWorkload
 
 __all__ = ["evaluate_inference", "search_inference"]
 
@@ -70,13 +81,15 @@ def search_inference(
     count: int | None = None,
     tp: int | None = None,
     pp: int | None = None,
+    rank: Ranking | None = None,
 ) -> list[Estimate]:
     """The best configuration per target (or the reason there is none), in target order.
 
     With a load, the best layout is the one needing the fewest instances for it (cheapest per month
     at any price); without one, the most tokens per instance-hour. Encoders (no output) are judged
-    on prompt tokens instead of generated ones.
+    on prompt tokens instead of generated ones. `rank` is the comparison's decision (`ranking(wl)`).
     """
+    rank = rank or ranking(wl)
     check_shapes(model, wl)
     tp_options = tp_choices(model, targets, tp)
     if pp is not None:
@@ -102,12 +115,12 @@ def search_inference(
         slo_ok &= perf.tpot_s * 1e3 <= wl.tpot_slo_ms
     # Tokens per instance-hour, with a 5% handicap per doubling of instances: a smaller deployment is
     # simpler to run, so a bigger one must be clearly cheaper per token to be chosen.
-    useful = tok_s if wl.output_len > 0 else in_tok_s
+    useful = in_tok_s if rank.encoder else tok_s
     per_instance = useful / grid.count * (1.0 - INSTANCE_DOUBLING_HANDICAP * np.log2(grid.count))
     needed = requests_per_s(wl)
-    if needed is not None:
+    if rank.loaded and needed is not None:
         # Instances for the load, then throughput per instance to break ties.
-        per_request = wl.output_len if wl.output_len > 0 else wl.input_len
+        per_request = wl.input_len if rank.encoder else wl.output_len
         groups = np.ceil(needed * per_request / np.maximum(useful, 1e-300))
         per_instance = -(groups * grid.count) + per_instance / (np.nanmax(per_instance) + 1.0)
     score = np.where(slo_ok, per_instance, -np.inf)
@@ -120,7 +133,9 @@ def search_inference(
             )
             continue
         best = int(rows[np.argmax(score[rows])])
-        results.append(_estimate(model, wl, target, best, grid, stages, perf, replicas, tok_s, in_tok_s))
+        results.append(
+            _estimate(model, wl, rank, target, best, grid, stages, perf, replicas, tok_s, in_tok_s)
+        )
     return results
 
 
@@ -184,18 +199,11 @@ def _infeasible(
         dp=None,
         batch=wl.batch,
         chips=target.instance.chips * (count or 1),
-        price=_price(target),
-        usd_per_hour=target.price.usd_per_hour * (count or 1) if target.price else None,
+        price=price_used(target),
+        usd_per_hour=cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count or 1),
         calibration=target.calibration_note,
         assumptions=_assumptions(wl, target),
     )
-
-
-def _price(target: Target) -> PriceUsed | None:
-    p = target.price
-    if p is None:
-        return None
-    return PriceUsed(p.instance, p.usd_per_hour, p.region, p.option, p.as_of, p.source)
 
 
 def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
@@ -227,17 +235,6 @@ def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _band(
-    target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False
-) -> Band | None:
-    if value is None:
-        return None
-    low, high = target.calibration.band(target.chip.family, metric)
-    if invert:  # a cost moves opposite to the speed it is derived from
-        return Band(low=value / high, high=value / low)
-    return Band(low=value * low, high=value * high)
-
-
 def _phases(wl: InferenceWorkload, perf: InferencePerf, i: int) -> tuple[PhaseTime, ...]:
     """Prefill of the whole batch, and (for a decoder) the mean decode step, with their splits."""
     prefill = PhaseTime.of("prefill", float(perf.prefill_s[i]), perf.prefill_split.parts_at(i))
@@ -249,6 +246,7 @@ def _phases(wl: InferenceWorkload, perf: InferencePerf, i: int) -> tuple[PhaseTi
 def _estimate(
     model: ModelSpec,
     wl: InferenceWorkload,
+    rank: Ranking,
     target: Target,
     i: int,
     grid: Grid,
@@ -259,23 +257,22 @@ def _estimate(
     in_tok_s: Array,
 ) -> Estimate:
     count = int(grid.count[i])
-    price = target.price.usd_per_hour if target.price else None
     throughput = float(tok_s[i])
-    usd_h = price * count if price is not None else None
-    per_1m_out = usd_h / (throughput * 3600) * 1e6 if usd_h and throughput > 0 else None
+    usd_h = cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count)
+    per_1m_out = cost.usd_per_million_tokens(usd_h, throughput)
     input_tok_s = float(in_tok_s[i])
-    per_1m_in = usd_h / (input_tok_s * 3600) * 1e6 if usd_h else None
-    needed = requests_per_s(wl)
-    per_request, useful = (wl.output_len, throughput) if wl.output_len > 0 else (wl.input_len, input_tok_s)
+    per_1m_in = cost.usd_per_million_tokens(usd_h, input_tok_s)
+    needed = requests_per_s(wl) if rank.loaded else None
+    per_request, useful = (wl.input_len, input_tok_s) if rank.encoder else (wl.output_len, throughput)
     groups = math.ceil(needed * per_request / useful) if needed and useful > 0 else 1
-    month = usd_h * groups * SECONDS_PER_MONTH / 3600 if usd_h is not None else None
+    month = cost.usd_per_month(usd_h, groups)
     ttft_ms = float(perf.ttft_s[i] * 1e3)
     tpot_ms = float(perf.tpot_s[i] * 1e3) if wl.output_len > 0 else None
     bands = {
-        "ttft_ms": _band(target, "ttft_ms", ttft_ms),
-        "tpot_ms": _band(target, "tpot_ms", tpot_ms),
-        "output_tokens_per_s": _band(target, SERVING_METRICS, throughput),
-        "usd_per_1m_output_tokens": _band(target, SERVING_METRICS, per_1m_out, invert=True),
+        "ttft_ms": band(target, "ttft_ms", ttft_ms),
+        "tpot_ms": band(target, "tpot_ms", tpot_ms),
+        "output_tokens_per_s": band(target, SERVING_METRICS, throughput),
+        "usd_per_1m_output_tokens": band(target, SERVING_METRICS, per_1m_out, invert=True),
     }
     return Estimate(
         model=model.id,
@@ -303,7 +300,7 @@ def _estimate(
             "capacity": float(perf.capacity_bytes[i] / GIB),
         },
         time=_phases(wl, perf, i),
-        price=_price(target),
+        price=price_used(target),
         usd_per_hour=usd_h,
         usd_per_1m_output_tokens=per_1m_out,
         usd_per_1m_input_tokens=per_1m_in,

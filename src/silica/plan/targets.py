@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from silica.catalog import get_instance, is_reference_system, load_catalog, price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
+from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import (
@@ -17,13 +18,17 @@ from silica.perf.calibration import (
     load_calibration,
 )
 from silica.plan.grid import divisors
-from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
+from silica.results import Band, PriceUsed
+from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = [
     "Target",
+    "band",
     "check_layout",
     "check_shapes",
     "legal_tp",
+    "price_used",
+    "ranking",
     "requests_per_s",
     "resolve_targets",
     "tp_choices",
@@ -88,6 +93,13 @@ def requests_per_s(wl: InferenceWorkload) -> float | None:
     if wl.tokens_per_month is not None:
         return wl.tokens_per_month / wl.output_len / SECONDS_PER_MONTH
     return None
+
+
+def ranking(wl: InferenceWorkload | TrainingWorkload) -> Ranking:
+    """How deployments for `wl` are ranked: decided here once, carried on the comparison."""
+    if isinstance(wl, TrainingWorkload):
+        return Ranking(training=True, loaded=False, encoder=False)
+    return Ranking(training=False, loaded=requests_per_s(wl) is not None, encoder=wl.output_len == 0)
 
 
 def check_shapes(model: ModelSpec, wl: InferenceWorkload) -> None:
@@ -176,3 +188,23 @@ def resolve_targets(
             )
         )
     return targets
+
+
+def price_used(target: Target) -> PriceUsed | None:
+    """The price an estimate was costed at, with its provenance (None: no public price)."""
+    p = target.price
+    if p is None:
+        return None
+    return PriceUsed(p.instance, p.usd_per_hour, p.region, p.option, p.as_of, p.source)
+
+
+def band(
+    target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False
+) -> Band | None:
+    """The p10-p90 band of `value` from the validation error of the target's chip family on `metric`."""
+    if value is None:
+        return None
+    low, high = target.calibration.band(target.chip.family, metric)
+    if invert:  # a cost moves opposite to the speed it is derived from
+        return Band(low=value / high, high=value / low)
+    return Band(low=value * low, high=value * high)

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from silica import cost
 from silica.models.spec import ModelSpec
 from silica.perf.inputs import Layout, TrainingRun
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.precision import precision, widths
 from silica.plan.grid import make_grid
-from silica.plan.inference_search import _band, _price
-from silica.plan.targets import Target, check_layout, tp_choices
+from silica.plan.targets import Target, band, check_layout, price_used, tp_choices
 from silica.results import Estimate, PhaseTime
 from silica.workload import TrainingWorkload
 
@@ -177,7 +177,7 @@ def _infeasible_estimate(
         dp=None,
         batch=wl.batch_sequences,
         chips=target.instance.chips * (count or 1),
-        price=_price(target),
+        price=price_used(target),
         calibration=target.calibration_note,
         assumptions=_assumptions(wl, target, deadline),
     )
@@ -218,10 +218,9 @@ def _estimate(
     full_recompute: bool,
 ) -> Estimate:
     count = int(cnt[j])
-    price = target.price.usd_per_hour if target.price else None
-    usd_h = price * count if price is not None else None
+    usd_h = cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count)
     train_days = float(days[j]) if wl.tokens else None
-    per_run = usd_h * train_days * 24.0 if usd_h is not None and train_days is not None else None
+    per_run = cost.usd_per_run(usd_h, train_days)
     tok = float(step.tokens_per_s_per_chip[j])
     return Estimate(
         model=model.id,
@@ -244,16 +243,16 @@ def _estimate(
         train_days=train_days,
         memory_gib={"total": float(step.memory_per_unit[j] / GIB), "capacity": float(capacity[j] / GIB)},
         time=(PhaseTime.of("training step", float(step.step_s[j]), step.split.parts_at(j)),),
-        price=_price(target),
+        price=price_used(target),
         usd_per_hour=usd_h,
         usd_per_run=per_run,
-        usd_per_month=usd_h * 730.0 if usd_h is not None else None,
+        usd_per_month=cost.usd_per_month(usd_h),
         bands={
             k: v
             for k, v in {
-                "tokens_per_s_per_chip": _band(target, "train_tok_s_per_chip", tok),
-                "train_days": _band(target, "train_tok_s_per_chip", train_days, invert=True),
-                "usd_per_run": _band(target, "train_tok_s_per_chip", per_run, invert=True),
+                "tokens_per_s_per_chip": band(target, "train_tok_s_per_chip", tok),
+                "train_days": band(target, "train_tok_s_per_chip", train_days, invert=True),
+                "usd_per_run": band(target, "train_tok_s_per_chip", per_run, invert=True),
             }.items()
             if v is not None
         },
