@@ -171,3 +171,35 @@ def test_training_mfu_stays_physical_and_prefers_fewer_instances_on_ties() -> No
             assert r.feasible and 0.05 < r.mfu < 0.85, (model, inst, r.mfu)
     tiny = compare("gpt2", TrainingWorkload(seq_len=1024, tokens=1e9))
     assert all(r.count <= 2 for r in tiny.results if r.feasible)  # a $10 run does not need a cluster
+
+
+def test_each_question_has_its_own_result_type_and_json() -> None:
+    from silica.plan import estimate
+    from silica.results import InferenceEstimate, TrainingEstimate
+    from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
+
+    inf = estimate(
+        "llama-3.1-8b", InferenceWorkload(input_len=512, output_len=128), Deployment("p5.48xlarge")
+    )
+    train = estimate(
+        "llama-3.1-8b", TrainingWorkload(seq_len=4096, tokens=1e10), Deployment("p5.48xlarge", count=2)
+    )
+    assert isinstance(inf, InferenceEstimate) and isinstance(train, TrainingEstimate)
+    d_inf, d_train = inf.to_dict(), train.to_dict()
+    assert d_inf["task"] == "inference" and d_train["task"] == "training"
+    assert {"ttft_ms", "tpot_ms", "usd_per_1m_output_tokens", "ttft_ms_low"} <= set(d_inf)
+    assert not {"step_s", "mfu", "train_days", "usd_per_run"} & set(d_inf)
+    assert {"step_s", "mfu", "train_days", "usd_per_run", "usd_per_run_low"} <= set(d_train)
+    assert not {"ttft_ms", "tpot_ms", "usd_per_1m_output_tokens"} & set(d_train)
+    shared = {
+        "model",
+        "instance",
+        "count",
+        "chip",
+        "price",
+        "usd_per_hour",
+        "memory_gib",
+        "time",
+        "assumptions",
+    }
+    assert shared <= set(d_inf) & set(d_train)

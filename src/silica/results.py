@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["Band", "Estimate", "PhaseTime", "PriceUsed"]
+__all__ = [
+    "Band",
+    "Estimate",
+    "EstimateBase",
+    "InferenceEstimate",
+    "PhaseTime",
+    "PriceUsed",
+    "TrainingEstimate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +54,18 @@ class PhaseTime:
 
 
 @dataclass(frozen=True, slots=True)
-class Estimate:
-    """One deployment of one model for one workload: speed, memory, cost and why.
+class EstimateBase:
+    """What every estimate says: one deployment of one model, its layout, memory, time, cost and why.
 
     Figures that cannot be known (an unpriced instance's cost) are None, never a guess.
-    For an infeasible deployment, `reasons` says why and the speed figures may be None.
+    For an infeasible deployment, `reasons` says why and the speed figures are None.
+    `InferenceEstimate` and `TrainingEstimate` add the figures of their question.
     """
 
+    TASK: ClassVar[str] = ""
+    BANDED: ClassVar[tuple[str, ...]] = ()  # figures with a p10-p90 band in `to_dict`
+
     model: str
-    task: str
     instance: str
     count: int
     chip: str
@@ -67,16 +78,6 @@ class Estimate:
     dp: int | None
     batch: int | None
     chips: int
-    # Inference
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    output_tokens_per_s: float | None = None  # whole deployment
-    input_tokens_per_s: float | None = None  # prompt tokens prefilled per second, whole deployment
-    # Training
-    step_s: float | None = None
-    tokens_per_s_per_chip: float | None = None
-    mfu: float | None = None
-    train_days: float | None = None
     # Memory per tensor-parallel unit, GiB
     memory_gib: dict[str, float] = field(default_factory=dict)
     # Where the time goes, per phase
@@ -85,32 +86,64 @@ class Estimate:
     price: PriceUsed | None = None
     usd_per_hour: float | None = None  # whole deployment
     breakeven_usd_per_hour: float | None = None  # per instance, when unpriced
-    usd_per_1m_output_tokens: float | None = None
-    usd_per_1m_input_tokens: float | None = None
-    usd_per_run: float | None = None
-    instances_for_load: int | None = None  # deployments x count needed for the stated load
     usd_per_month: float | None = None  # at the stated load (or one deployment running all month)
     # Honesty
     bands: dict[str, Band] = field(default_factory=dict)
     calibration: str = ""  # "fitted on family X" or "inherited from Y: rule"
     assumptions: tuple[str, ...] = ()
 
+    @property
+    def task(self) -> str:
+        return self.TASK
+
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        body = asdict(self)
+        out: dict[str, Any] = {"model": body.pop("model"), "task": self.task, **body}
         out["reasons"] = list(self.reasons)
         out["assumptions"] = list(self.assumptions)
         out["time"] = list(out["time"])
         bands = out.pop("bands")
-        for name in (
-            "ttft_ms",
-            "tpot_ms",
-            "output_tokens_per_s",
-            "tokens_per_s_per_chip",
-            "usd_per_1m_output_tokens",
-            "train_days",
-            "usd_per_run",
-        ):
+        for name in self.BANDED:
             band = bands.get(name)
             out[f"{name}_low"] = band["low"] if band else None
             out[f"{name}_high"] = band["high"] if band else None
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceEstimate(EstimateBase):
+    """Serving: latency, throughput and what a token costs."""
+
+    TASK: ClassVar[str] = "inference"
+    BANDED: ClassVar[tuple[str, ...]] = (
+        "ttft_ms",
+        "tpot_ms",
+        "output_tokens_per_s",
+        "usd_per_1m_output_tokens",
+    )
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    output_tokens_per_s: float | None = None  # whole deployment
+    input_tokens_per_s: float | None = None  # prompt tokens prefilled per second, whole deployment
+    usd_per_1m_output_tokens: float | None = None
+    usd_per_1m_input_tokens: float | None = None
+    instances_for_load: int | None = None  # deployments x count needed for the stated load
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingEstimate(EstimateBase):
+    """Training: step time, speed per chip, and the time and cost of the run."""
+
+    TASK: ClassVar[str] = "training"
+    BANDED: ClassVar[tuple[str, ...]] = ("tokens_per_s_per_chip", "train_days", "usd_per_run")
+
+    step_s: float | None = None
+    tokens_per_s_per_chip: float | None = None
+    mfu: float | None = None
+    train_days: float | None = None
+    usd_per_run: float | None = None
+
+
+# What `estimate` and `compare` return, for callers that handle both questions.
+Estimate = InferenceEstimate | TrainingEstimate

@@ -14,16 +14,16 @@ from silica.advise.rules import load_rules
 from silica.advise.scanfile import ScanSummary
 from silica.cost import HOURS_PER_MONTH, SECONDS_PER_MONTH
 from silica.models import load_model
-from silica.results import Estimate
+from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 RATE = 5000.0  # USD per engineer-week
 
 
 def _estimate(instance: str, chip: str, vendor: str, task: str = "inference", **kw: object) -> Estimate:
-    base = Estimate(
+    kind = InferenceEstimate if task == "inference" else TrainingEstimate
+    base = kind(
         model="llama-3.1-8b",
-        task=task,
         instance=instance,
         count=1,
         chip=chip,

@@ -25,7 +25,7 @@ from silica.catalog import load_catalog, price_for
 from silica.catalog.schema import PurchaseOption
 from silica.errors import SilicaError
 from silica.plan import compare
-from silica.results import Estimate
+from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = [
@@ -86,7 +86,7 @@ class Context:
 
     def hours_per_mtok(self, e: Estimate, wid: str) -> float | None:
         """Instance-hours per million tokens (output tokens served, or training tokens)."""
-        if e.task == "inference":
+        if isinstance(e, InferenceEstimate):
             return cost.hours_per_million(e.count, e.output_tokens_per_s)
         return e.count * e.train_days * 24.0 / (self.tokens(wid) / 1e6) if e.train_days else None
 
@@ -96,9 +96,14 @@ class Context:
 
     def per_instance(self, e: Estimate) -> float | None:
         """Tokens per second one instance contributes (output tokens, or training tokens)."""
-        if e.task == "inference":
+        if isinstance(e, InferenceEstimate):
             return e.output_tokens_per_s / e.count if e.output_tokens_per_s else None
         return (e.tokens_per_s_per_chip or 0.0) * e.chips / e.count or None
+
+    @staticmethod
+    def train_speed(e: Estimate) -> float | None:
+        """Training tokens/s per chip (None for an inference estimate)."""
+        return e.tokens_per_s_per_chip if isinstance(e, TrainingEstimate) else None
 
     def cheapest(self, wid: str, instances: Sequence[str]) -> tuple[float, str] | None:
         """The lowest cost per million tokens among `instances` on `wid`, and which instance has it.

@@ -62,7 +62,7 @@ def generation_training(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         figures.append(
             ratio_figure(
                 f"training tokens/s per chip, {p['subject']} / {p['reference']}, {wid}",
-                divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip),
+                divide(ctx.train_speed(s), ctx.train_speed(r)),
                 p["ratio"],
                 ctx.tolerance,
             )
@@ -123,7 +123,7 @@ def trn3_figures(spec: ClaimSpec, ctx: Context) -> ClaimResult:
             figures.append(
                 ratio_figure(
                     f"modelled training tokens/s per chip, {chip.id} / {ref_chip.id}, {wid}",
-                    divide(s.tokens_per_s_per_chip, r.tokens_per_s_per_chip),
+                    divide(ctx.train_speed(s), ctx.train_speed(r)),
                     p["ratio"],
                     ctx.tolerance,
                 )

@@ -15,7 +15,7 @@ from silica.advise.results import CurrentCost, Group
 from silica.advise.rules import Rules
 from silica.cost import HOURS_PER_MONTH, usd, usd_per_hour, usd_per_month
 from silica.errors import InputError
-from silica.results import Estimate
+from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import InferenceWorkload
 
 __all__ = ["Candidate", "candidates", "current_cost", "group_of"]
@@ -51,7 +51,7 @@ class Candidate:
         e = self.estimate
         if not e.feasible:
             return None
-        if self.training or not self.need_tok_s or not e.output_tokens_per_s:
+        if not isinstance(e, InferenceEstimate) or not self.need_tok_s or not e.output_tokens_per_s:
             return e.count
         return math.ceil(self.need_tok_s / (e.output_tokens_per_s * utilisation) - 1e-9) * e.count
 
@@ -60,7 +60,7 @@ class Candidate:
         e = self.estimate
         if not e.feasible:
             return None
-        if self.training:
+        if isinstance(e, TrainingEstimate):
             if e.train_days is None or self.runs_per_month is None:
                 return None
             return e.count * e.train_days * 24.0 / utilisation * self.runs_per_month
@@ -68,9 +68,10 @@ class Candidate:
         return None if n is None else n * HOURS_PER_MONTH
 
     def unit_cost(self) -> tuple[float | None, str]:
-        if self.training:
-            return self.estimate.usd_per_run, "USD per run"
-        return self.estimate.usd_per_1m_output_tokens, "USD per 1M output tokens"
+        e = self.estimate
+        if isinstance(e, TrainingEstimate):
+            return e.usd_per_run, "USD per run"
+        return e.usd_per_1m_output_tokens, "USD per 1M output tokens"
 
     @property
     def layout(self) -> str:
@@ -104,7 +105,11 @@ def current_cost(spec: WorkloadSpec, estimate: Estimate | None, rules: Rules) ->
     """
     cur = spec.current
     goodput = rules["training_goodput"]
-    run_hours = estimate.train_days * 24.0 if estimate and estimate.feasible and estimate.train_days else None
+    run_hours = (
+        estimate.train_days * 24.0
+        if isinstance(estimate, TrainingEstimate) and estimate.feasible and estimate.train_days
+        else None
+    )
     runs, runs_basis = None, None
     if spec.task == "training":
         if spec.runs_per_month is not None:

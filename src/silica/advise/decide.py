@@ -15,6 +15,7 @@ from silica.advise.inventory import WorkloadSpec
 from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option, Status, Verdict
 from silica.advise.rules import Rules
 from silica.advise.scanfile import ScanSummary
+from silica.results import InferenceEstimate
 
 __all__ = ["IMPLEMENTED_RULES", "Decision", "decide", "migration_weeks"]
 
@@ -292,7 +293,12 @@ def _short_today(spec: WorkloadSpec, current: CurrentCost, cands: list[Candidate
                 f"warning: the model finds that {today} cannot run this workload ({why}){tail}",
             )
         ]
-    if same is None or spec.task != "inference" or not same.need_tok_s or not e.output_tokens_per_s:
+    if (
+        same is None
+        or not isinstance(e, InferenceEstimate)
+        or not same.need_tok_s
+        or not e.output_tokens_per_s
+    ):
         return []
     capacity = current.count // e.count * e.output_tokens_per_s
     if capacity >= same.need_tok_s * (1 - 1e-9):

@@ -292,8 +292,8 @@ def _print_estimate(r: Any) -> None:
                 if d.get(f"{key}_low") is not None:
                     band = f"  (p10-p90 {format(d[key + '_low'], spec)} - {format(d[key + '_high'], spec)})"
                 table.add_row(label, format(d[key], spec) + band)
-        if r.mfu is not None:
-            table.add_row("MFU", f"{r.mfu:.1%}")
+        if d.get("mfu") is not None:
+            table.add_row("MFU", f"{d['mfu']:.1%}")
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
         for phase in r.time:
             table.add_row("time", _phase_line(phase, r.batch))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from silica.cost.money import HOURS_PER_MONTH, hours_per_million
-from silica.results import Estimate
+from silica.results import Estimate, TrainingEstimate
 
 __all__ = ["Ranking"]
 
@@ -40,7 +40,7 @@ class Ranking:
 
         Cost is linear in price, so an unpriced option ties the cheapest at cheapest / instance_hours.
         """
-        if self.training:
+        if isinstance(e, TrainingEstimate):
             return e.train_days * 24.0 * e.count if e.train_days else None
         if self.loaded:
             return (e.instances_for_load or e.count) * HOURS_PER_MONTH

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
@@ -17,7 +17,7 @@ from silica.perf.calibration import Calibration
 from silica.plan.inference_search import search_inference
 from silica.plan.targets import ranking, resolve_targets
 from silica.plan.training_search import search_training
-from silica.results import Estimate
+from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
 __all__ = ["Comparison", "compare", "estimate"]
@@ -29,6 +29,39 @@ def _model(model: ModelSpec | str | Path) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else load_model(str(model))
 
 
+@overload
+def estimate(
+    model: ModelSpec | str | Path,
+    workload: InferenceWorkload,
+    deployment: Deployment,
+    *,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+    option: PurchaseOption | None = None,
+    region: str | None = None,
+) -> InferenceEstimate: ...
+@overload
+def estimate(
+    model: ModelSpec | str | Path,
+    workload: TrainingWorkload,
+    deployment: Deployment,
+    *,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+    option: PurchaseOption | None = None,
+    region: str | None = None,
+) -> TrainingEstimate: ...
+@overload
+def estimate(
+    model: ModelSpec | str | Path,
+    workload: Workload,
+    deployment: Deployment,
+    *,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+    option: PurchaseOption | None = None,
+    region: str | None = None,
+) -> Estimate: ...
 def estimate(
     model: ModelSpec | str | Path,
     workload: Workload,
@@ -46,10 +79,8 @@ def estimate(
     )
     d = deployment
     if isinstance(workload, InferenceWorkload):
-        (result,) = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)
-    else:
-        (result,) = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)
-    return result
+        return search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)[0]
+    return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +134,11 @@ def compare(
         include_announced=include_announced,
     )
     rank = ranking(workload)
-    if isinstance(workload, InferenceWorkload):
-        found = search_inference(spec, workload, targets, rank=rank)
-    else:
-        found = search_training(spec, workload, targets)
+    found: Sequence[Estimate] = (
+        search_inference(spec, workload, targets, rank=rank)
+        if isinstance(workload, InferenceWorkload)
+        else search_training(spec, workload, targets)
+    )
     ranked = _with_breakeven(found, rank)
     if not any(r.feasible for r in ranked):
         fix = (
@@ -134,7 +166,7 @@ def _closest(infeasible: list[Estimate], n: int = 2) -> list[Estimate]:
     return (slo or infeasible)[:n]
 
 
-def _with_breakeven(found: list[Estimate], rank: Ranking) -> list[Estimate]:
+def _with_breakeven(found: Sequence[Estimate], rank: Ranking) -> list[Estimate]:
     """Rank by the cost each estimate carries, and give each unpriced feasible option the hourly
     price at which it ties the cheapest (cost is linear in price)."""
     priced = sorted(

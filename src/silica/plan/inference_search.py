@@ -32,7 +32,7 @@ from silica.plan.targets import (
     requests_per_s,
     tp_choices,
 )
-from silica.results import Estimate, PhaseTime
+from silica.results import InferenceEstimate, PhaseTime
 from silica.workload import InferenceWorkload
 
 __all__ = ["evaluate_inference", "search_inference"]
@@ -82,7 +82,7 @@ def search_inference(
     tp: int | None = None,
     pp: int | None = None,
     rank: Ranking | None = None,
-) -> list[Estimate]:
+) -> list[InferenceEstimate]:
     """The best configuration per target (or the reason there is none), in target order.
 
     With a load, the best layout is the one needing the fewest instances for it (cheapest per month
@@ -149,7 +149,7 @@ def _infeasible(
     stages: Array,
     grid: Grid,
     count: int | None,
-) -> Estimate:
+) -> InferenceEstimate:
     chip, prec = target.chip, precision(wl.weight_dtype, wl.compute_dtype)
     reasons: list[str] = []
     if chip.peak_tflops(prec.flops_dtype) is None and not (
@@ -184,9 +184,8 @@ def _infeasible(
             reasons.append(f"misses the TPOT SLO: best TPOT {best_tpot:.1f} ms > {wl.tpot_slo_ms:g} ms.")
         if not reasons:
             reasons.append("no configuration meets both SLOs at once.")
-    return Estimate(
+    return InferenceEstimate(
         model=model.id,
-        task="inference",
         instance=target.instance.id,
         count=count or 1,
         chip=chip.id,
@@ -255,7 +254,7 @@ def _estimate(
     replicas: Array,
     tok_s: Array,
     in_tok_s: Array,
-) -> Estimate:
+) -> InferenceEstimate:
     count = int(grid.count[i])
     throughput = float(tok_s[i])
     usd_h = cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count)
@@ -274,9 +273,8 @@ def _estimate(
         "output_tokens_per_s": band(target, SERVING_METRICS, throughput),
         "usd_per_1m_output_tokens": band(target, SERVING_METRICS, per_1m_out, invert=True),
     }
-    return Estimate(
+    return InferenceEstimate(
         model=model.id,
-        task="inference",
         instance=target.instance.id,
         count=count,
         chip=target.chip.id,

@@ -19,7 +19,7 @@ from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.precision import precision, widths
 from silica.plan.grid import make_grid
 from silica.plan.targets import Target, band, check_layout, price_used, tp_choices
-from silica.results import Estimate, PhaseTime
+from silica.results import PhaseTime, TrainingEstimate
 from silica.workload import TrainingWorkload
 
 __all__ = ["DEFAULT_DEADLINE_DAYS", "evaluate_training", "search_training"]
@@ -70,7 +70,7 @@ def search_training(
     count: int | None = None,
     tp: int | None = None,
     pp: int | None = None,
-) -> list[Estimate]:
+) -> list[TrainingEstimate]:
     tp_options = tp_choices(model, targets, tp)
     if pp is not None and count is not None:
         check_layout(targets, tp_options, pp, count)
@@ -136,7 +136,7 @@ def _infeasible(
     days: Array,
     deadline: float,
     count: int | None,
-) -> Estimate:
+) -> TrainingEstimate:
     if rows.size == 0:
         reason = f"no legal parallel layout of {model.id} on {target.instance.id} with this batch."
     elif not fits[rows].any():
@@ -161,10 +161,9 @@ def _infeasible(
 
 def _infeasible_estimate(
     model: ModelSpec, wl: TrainingWorkload, target: Target, reason: str, count: int | None, deadline: float
-) -> Estimate:
-    return Estimate(
+) -> TrainingEstimate:
+    return TrainingEstimate(
         model=model.id,
-        task="training",
         instance=target.instance.id,
         count=count or 1,
         chip=target.chip.id,
@@ -216,15 +215,14 @@ def _estimate(
     days: Array,
     capacity: Array,
     full_recompute: bool,
-) -> Estimate:
+) -> TrainingEstimate:
     count = int(cnt[j])
     usd_h = cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count)
     train_days = float(days[j]) if wl.tokens else None
     per_run = cost.usd_per_run(usd_h, train_days)
     tok = float(step.tokens_per_s_per_chip[j])
-    return Estimate(
+    return TrainingEstimate(
         model=model.id,
-        task="training",
         instance=target.instance.id,
         count=count,
         chip=target.chip.id,
