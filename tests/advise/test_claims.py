@@ -6,11 +6,11 @@ import functools
 
 import pytest
 
+from silica.advise.claim_checks import check_claims
 from silica.advise.claims import (
     VERDICTS,
     ClaimResult,
     ClaimsReport,
-    check_claims,
     combine,
     grade,
     load_claims,
@@ -119,3 +119,17 @@ def test_claims_file_loads_with_sources() -> None:
     data = load_claims()
     assert len(data.claims) == 12
     assert all(c.where.strip() for c in data.claims)
+
+
+def test_claim_types_do_not_import_the_checks() -> None:
+    """claims.py (types, loader, grading) sits below the checks: no import of them, not even in a function."""
+    import ast
+    import inspect
+
+    import silica.advise.claims as claims_module
+
+    tree = ast.parse(inspect.getsource(claims_module))
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    assert not {m for m in imported if m.startswith("silica.advise.")}

@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 from tests.advise.conftest import EXAMPLE
 
 from silica.advise import Advice, advise
-from silica.advise.claims import ClaimsReport, check_claims
+from silica.advise.claim_checks import check_claims
+from silica.advise.claims import ClaimsReport
 from silica.report import advice_html, advice_markdown, claims_html, claims_markdown
 
 

@@ -8,7 +8,8 @@ instance type, or stay, and does the saving repay the migration? Also: vendor cl
 from __future__ import annotations
 
 from silica.advise.advise import advise
-from silica.advise.claims import ClaimResult, ClaimsReport, check_claims
+from silica.advise.claim_checks import check_claims
+from silica.advise.claims import ClaimResult, ClaimsReport
 from silica.advise.inventory import Inventory, WorkloadSpec, load_inventory
 from silica.advise.results import (
     GROUPS,

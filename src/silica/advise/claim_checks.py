@@ -9,8 +9,10 @@ claim would hold instead of guessing one. Cost and price checks live here; gener
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from silica.advise.claim_context import (
+    CannotRun,
     Context,
     breakeven,
     cannot_run,
@@ -29,11 +31,22 @@ from silica.advise.claim_specs import (
     trn3_figures,
     trn3_vs_blackwell,
 )
-from silica.advise.claims import ClaimResult, ClaimSpec, ClaimVerdict, Figure, Grade, HoldsAt, combine
+from silica.advise.claims import (
+    ClaimResult,
+    ClaimSpec,
+    ClaimsReport,
+    ClaimVerdict,
+    Figure,
+    Grade,
+    HoldsAt,
+    combine,
+    load_claims,
+)
 from silica.catalog import get_instance
 from silica.catalog.schema import PurchaseOption
+from silica.errors import DataFileError, UnknownNameError
 
-__all__ = ["CHECKS", "Context"]
+__all__ = ["CHECKS", "Context", "check_claims"]
 
 
 def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
@@ -42,9 +55,7 @@ def half_price_competitive(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     ref_price = ctx.price(ref)
     figures, holds = [], []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, subject), ctx.best(wid, ref)
-        if s is None or r is None:
-            return cannot_run(spec, f"{subject} or {ref} on {wid}")
+        s, r = ctx.pair(wid, subject, ref)
         perf = divide(ctx.per_instance(s), ctx.per_instance(r))
         # "competitive": at least 1 - competitive of the reference's throughput, counted from zero
         figures.append(
@@ -91,9 +102,9 @@ def price_performance_breakeven(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     subject, ref = p["subject"], p["reference"]
     figures, holds = [], []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, subject), ctx.best(wid, ref)
-        if s is None or r is None or ctx.price(ref) is None:
-            return cannot_run(spec, f"{subject} or {ref} on {wid}")
+        s, r = ctx.pair(wid, subject, ref)
+        if ctx.price(ref) is None:
+            raise CannotRun(f"{subject} or {ref} on {wid}")
         cost_r, hours = ctx.unit_cost(r, wid), ctx.hours_per_mtok(s, wid)
         assert cost_r is not None and hours is not None
         for better in (p["better_low"], p["better_high"]):
@@ -130,9 +141,7 @@ def cost_reduction(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     figures = []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
-        if s is None or r is None:
-            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        s, r = ctx.pair(wid, p["subject"], p["reference"])
         cost_s, cost_r = ctx.unit_cost(s, wid), ctx.unit_cost(r, wid)
         figures.append(
             graded_figure(
@@ -198,9 +207,7 @@ def throughput_and_cost(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     figures = []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
-        if s is None or r is None:
-            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        s, r = ctx.pair(wid, p["subject"], p["reference"])
         speed = divide(ctx.per_instance(s), ctx.per_instance(r))
         cut = reduction(ctx.unit_cost(s, wid), ctx.unit_cost(r, wid))
         figures.append(
@@ -323,3 +330,27 @@ CHECKS: dict[str, Callable[[ClaimSpec, Context], ClaimResult]] = {
         per_gpu_price,
     )
 }
+
+
+def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> ClaimsReport:
+    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim."""
+    data = load_claims(path)
+    wanted = list(data.claims)
+    if ids:
+        known = {c.id: c for c in data.claims}
+        for claim_id in ids:
+            if claim_id not in known:
+                raise UnknownNameError("claim", claim_id, known, "run `silica claims` to list them.")
+        wanted = [known[i] for i in ids]
+    ctx = Context(data)
+    results = []
+    for spec in wanted:
+        if spec.check not in CHECKS:
+            raise DataFileError(
+                f"Claim {spec.id}: unknown check {spec.check!r}.", f"use one of {', '.join(CHECKS)}."
+            )
+        try:
+            results.append(CHECKS[spec.check](spec, ctx))
+        except CannotRun as stop:
+            results.append(cannot_run(spec, stop.what))
+    return ClaimsReport(tuple(results), data.workloads, data.prices, data.tolerance, data.as_of)

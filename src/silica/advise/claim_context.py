@@ -29,6 +29,7 @@ from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = [
+    "CannotRun",
     "Context",
     "breakeven",
     "cannot_run",
@@ -41,6 +42,14 @@ __all__ = [
     "result",
     "summary",
 ]
+
+
+class CannotRun(Exception):
+    """A check stops: Silica's model finds no feasible layout for `what`; `check_claims` reports it."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
 
 
 class Context:
@@ -80,6 +89,16 @@ class Context:
                 except SilicaError:
                     self._cache[key] = None
         return self._cache[key]
+
+    def pair(self, wid: str, subject: str, reference: str) -> tuple[Estimate, Estimate]:
+        """The best layouts of `subject` and `reference` on workload `wid`; `CannotRun` if either has none.
+
+        Most checks compare two instances workload by workload and give up as soon as one cannot run.
+        """
+        s, r = self.best(wid, subject), self.best(wid, reference)
+        if s is None or r is None:
+            raise CannotRun(f"{subject} or {reference} on {wid}")
+        return s, r
 
     def tokens(self, wid: str) -> float:
         return float(self.data.workloads[wid].get("tokens", 0.0))

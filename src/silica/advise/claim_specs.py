@@ -4,7 +4,7 @@ against Blackwell. They compare modelled throughput and the chip table; prices e
 
 from __future__ import annotations
 
-from silica.advise.claim_context import Context, cannot_run, divide, graded_result, ratio_figure, result
+from silica.advise.claim_context import Context, divide, graded_result, ratio_figure, result
 from silica.advise.claims import ClaimResult, ClaimSpec, Figure, HoldsAt, combine
 from silica.catalog import get_chip, get_instance
 from silica.plan import estimate
@@ -17,9 +17,7 @@ def generation_throughput_latency(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     figures = []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
-        if s is None or r is None:
-            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        s, r = ctx.pair(wid, p["subject"], p["reference"])
         chips = {i: get_instance(ctx.catalog, i).chips for i in (p["subject"], p["reference"])}
         speed = divide(
             (ctx.per_instance(s) or 0) / chips[p["subject"]],
@@ -56,9 +54,7 @@ def generation_training(spec: ClaimSpec, ctx: Context) -> ClaimResult:
     p = spec.params
     figures = []
     for wid in p["workloads"]:
-        s, r = ctx.best(wid, p["subject"]), ctx.best(wid, p["reference"])
-        if s is None or r is None:
-            return cannot_run(spec, f"{p['subject']} or {p['reference']} on {wid}")
+        s, r = ctx.pair(wid, p["subject"], p["reference"])
         figures.append(
             ratio_figure(
                 f"training tokens/s per chip, {p['subject']} / {p['reference']}, {wid}",

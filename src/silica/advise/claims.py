@@ -1,7 +1,8 @@
 """Vendor claims, re-derived: what was claimed, what Silica's own model computes, and a verdict.
 
-The claims are data (`data/claims.yaml`), each saying who made it and where; the checks that re-derive
-them live in `silica.advise.claim_checks`. A claim that needs a price nobody has published (Trainium2,
+The claims are data (`data/claims.yaml`), each saying who made it and where; this module holds their
+types, the loader and the grading. The checks that re-derive them, and `check_claims` that runs them,
+live in `silica.advise.claim_checks` (which imports this module, never the other way round). A claim that needs a price nobody has published (Trainium2,
 Trainium3, UltraServers) is "cannot check", and says at what hourly price it would hold, so a reader
 can hold a quote against it.
 """
@@ -27,7 +28,6 @@ __all__ = [
     "ClaimsReport",
     "Figure",
     "HoldsAt",
-    "check_claims",
     "combine",
     "grade",
     "load_claims",
@@ -209,27 +209,3 @@ def _load(path: Path) -> ClaimsFile:
     return ClaimsFile(
         tuple(specs), data["workloads"], data["prices"], float(data["tolerance"]), str(data["as_of"])
     )
-
-
-def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> ClaimsReport:
-    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim."""
-    from silica.advise.claim_checks import CHECKS, Context
-    from silica.errors import UnknownNameError
-
-    data = load_claims(path)
-    wanted = list(data.claims)
-    if ids:
-        known = {c.id: c for c in data.claims}
-        for claim_id in ids:
-            if claim_id not in known:
-                raise UnknownNameError("claim", claim_id, known, "run `silica claims` to list them.")
-        wanted = [known[i] for i in ids]
-    ctx = Context(data)
-    results = []
-    for spec in wanted:
-        if spec.check not in CHECKS:
-            raise DataFileError(
-                f"Claim {spec.id}: unknown check {spec.check!r}.", f"use one of {', '.join(CHECKS)}."
-            )
-        results.append(CHECKS[spec.check](spec, ctx))
-    return ClaimsReport(tuple(results), data.workloads, data.prices, data.tolerance, data.as_of)

@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         no_store: bool = _NO_STORE,
     ) -> None:
         """Re-derive the vendors' claims with Silica's own model: supported, partly, not supported or cannot check."""
-        from silica.advise.claims import check_claims
+        from silica.advise.claim_checks import check_claims
 
         result = check_claims(ids)
         reports = _render(result, html, md, "claims")

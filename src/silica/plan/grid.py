@@ -1,4 +1,5 @@
-"""Enumerate deployments as arrays: instance x tensor parallelism x instance count x batch.
+"""Enumerate deployments as arrays: instance x tensor parallelism x instance count x batch (inference)
+or x pipeline degree (training).
 
 Everything is built with numpy broadcasting, so the planner evaluates all configurations of the
 catalog in a handful of array operations instead of a Python loop per configuration.
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BATCHES", "Grid", "divisors", "make_grid"]
+__all__ = ["BATCHES", "Grid", "TrainingGrid", "divisors", "make_grid", "training_grid"]
 
 IntArray = NDArray[np.int64]
 # Concurrent sequences tried when the workload does not fix the batch.
@@ -25,7 +26,7 @@ def divisors(n: int) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class Grid:
-    """One entry per configuration; `inst` indexes the caller's instance list."""
+    """Inference configurations, one entry each; `inst` indexes the caller's instance list."""
 
     inst: IntArray
     tp: NDArray[np.float64]
@@ -37,31 +38,56 @@ class Grid:
         return int(self.inst.shape[0])
 
 
-def make_grid(
-    tp_options: Sequence[Sequence[int]],
-    counts: Sequence[int],
-    batches: Sequence[int],
-) -> Grid:
-    """The cross product, per instance, of its legal tp values with the counts and batches.
+@dataclass(frozen=True, slots=True)
+class TrainingGrid:
+    """Training layouts before data parallelism fills the rest: instance x tp x count x pp."""
 
-    `tp_options[i]` lists the legal tp values of instance i (it may be empty).
+    inst: IntArray
+    tp: NDArray[np.float64]
+    count: NDArray[np.float64]
+    pp: NDArray[np.float64]
+
+    @property
+    def size(self) -> int:
+        return int(self.inst.shape[0])
+
+
+def _product(
+    tp_options: Sequence[Sequence[int]], counts: Sequence[int], last: Sequence[int]
+) -> tuple[IntArray, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The cross product, per instance, of its legal tp values with the counts and one more axis.
+
+    `tp_options[i]` lists the legal tp values of instance i (it may be empty). Returns flat arrays
+    (instance index, tp, count, last-axis value), instance-major.
     """
     width = max((len(t) for t in tp_options), default=0)
     if width == 0:
         empty = np.zeros(0)
-        return Grid(inst=np.zeros(0, dtype=np.int64), tp=empty, count=empty, batch=empty)
+        return np.zeros(0, dtype=np.int64), empty, empty, empty
     table = np.zeros((len(tp_options), width))
     for i, options in enumerate(tp_options):
         table[i, : len(options)] = options
-    n_inst, n_count, n_batch = len(tp_options), len(counts), len(batches)
-    inst, slot, count, batch = np.meshgrid(
-        np.arange(n_inst),
+    inst, slot, count, value = np.meshgrid(
+        np.arange(len(tp_options)),
         np.arange(width),
         np.asarray(counts, dtype=np.float64),
-        np.asarray(batches, dtype=np.float64),
+        np.asarray(last, dtype=np.float64),
         indexing="ij",
     )
     tp = table[inst, slot]
     keep = tp > 0
-    del n_count, n_batch
-    return Grid(inst=inst[keep].astype(np.int64), tp=tp[keep], count=count[keep], batch=batch[keep])
+    return inst[keep].astype(np.int64), tp[keep], count[keep], value[keep]
+
+
+def make_grid(tp_options: Sequence[Sequence[int]], counts: Sequence[int], batches: Sequence[int]) -> Grid:
+    """Every (instance, legal tp, instance count, batch) for the inference search."""
+    inst, tp, count, batch = _product(tp_options, counts, batches)
+    return Grid(inst=inst, tp=tp, count=count, batch=batch)
+
+
+def training_grid(
+    tp_options: Sequence[Sequence[int]], counts: Sequence[int], pp_degrees: Sequence[int]
+) -> TrainingGrid:
+    """Every (instance, legal tp, instance count, pipeline degree) for the training search."""
+    inst, tp, count, pp = _product(tp_options, counts, pp_degrees)
+    return TrainingGrid(inst=inst, tp=tp, count=count, pp=pp)

@@ -17,7 +17,7 @@ from silica.perf.inputs import Layout, TrainingRun
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.precision import precision, widths
-from silica.plan.grid import make_grid
+from silica.plan.grid import training_grid
 from silica.plan.targets import Target, band, check_layout, price_used, tp_choices
 from silica.results import PhaseTime, TrainingEstimate
 from silica.workload import TrainingWorkload
@@ -75,8 +75,8 @@ def search_training(
     if pp is not None and count is not None:
         check_layout(targets, tp_options, pp, count)
     counts = [count] if count is not None else list(INSTANCE_COUNTS)
-    grid = make_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
-    stages = grid.batch  # the grid's last axis carries pp here
+    grid = training_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
+    stages = grid.pp
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
     dp = units / (grid.tp * stages)
     whole = (dp >= 1) & (np.abs(dp - np.round(dp)) < 1e-9) & (stages <= model.n_layers)
