@@ -8,6 +8,7 @@ from silica.advise.claim_context import Context, divide, graded_result, ratio_fi
 from silica.advise.claims import ClaimResult, ClaimSpec, Figure, HoldsAt, combine
 from silica.catalog import get_chip, get_instance
 from silica.plan import estimate
+from silica.results import InferenceEstimate
 from silica.workload import Deployment, InferenceWorkload
 
 __all__ = ["generation_throughput_latency", "generation_training", "trn3_figures", "trn3_vs_blackwell"]
@@ -29,7 +30,8 @@ def generation_throughput_latency(spec: ClaimSpec, ctx: Context) -> ClaimResult:
         lat = {}
         for inst in (p["subject"], p["reference"]):
             e = estimate(model, single, Deployment(inst), catalog=ctx.catalog, option=ctx.data.prices)
-            lat[inst] = (e.ttft_ms or 0.0) + wl.output_len * (e.tpot_ms or 0.0) if e.feasible else None
+            served = e if isinstance(e, InferenceEstimate) and e.feasible else None
+            lat[inst] = (served.ttft_ms or 0.0) + wl.output_len * (served.tpot_ms or 0.0) if served else None
         faster = divide(lat[p["reference"]], lat[p["subject"]])
         figures.append(
             ratio_figure(

@@ -16,6 +16,7 @@ from silica.catalog import get_instance, price_for
 from silica.catalog.schema import Catalog
 from silica.errors import InputError
 from silica.plan import estimate
+from silica.results import InferenceEstimate, TrainingEstimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
 __all__ = [
@@ -101,7 +102,7 @@ def inference_capacity(
     reason = "the performance model found no feasible layout"
     for count, pp in REPLICA_LAYOUTS:
         est = estimate(model, workload, Deployment(instance, count=count, tp=None, pp=pp))
-        if est.feasible and est.output_tokens_per_s:
+        if isinstance(est, InferenceEstimate) and est.feasible and est.output_tokens_per_s:
             return count, float(est.output_tokens_per_s), ""
         reason = "; ".join(est.reasons) or reason
         if not any("memory" in r for r in est.reasons):
@@ -114,7 +115,7 @@ def training_speed(model: str, workload: TrainingWorkload, instance: str) -> flo
     """Training tokens/s per chip at the smallest instance count the model fits on, or None."""
     for count in TRAINING_COUNTS:
         est = estimate(model, workload, Deployment(instance, count=count))
-        if est.feasible and est.tokens_per_s_per_chip:
+        if isinstance(est, TrainingEstimate) and est.feasible and est.tokens_per_s_per_chip:
             return float(est.tokens_per_s_per_chip)
     return None
 

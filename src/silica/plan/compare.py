@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
@@ -17,7 +17,7 @@ from silica.perf.calibration import Calibration
 from silica.plan.inference_search import search_inference
 from silica.plan.targets import ranking, resolve_targets
 from silica.plan.training_search import search_training
-from silica.results import Estimate, InferenceEstimate, TrainingEstimate
+from silica.results import Estimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
 __all__ = ["Comparison", "compare", "estimate"]
@@ -29,39 +29,6 @@ def _model(model: ModelSpec | str | Path) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else load_model(str(model))
 
 
-@overload
-def estimate(
-    model: ModelSpec | str | Path,
-    workload: InferenceWorkload,
-    deployment: Deployment,
-    *,
-    catalog: Catalog | None = None,
-    calibration: Calibration | None = None,
-    option: PurchaseOption | None = None,
-    region: str | None = None,
-) -> InferenceEstimate: ...
-@overload
-def estimate(
-    model: ModelSpec | str | Path,
-    workload: TrainingWorkload,
-    deployment: Deployment,
-    *,
-    catalog: Catalog | None = None,
-    calibration: Calibration | None = None,
-    option: PurchaseOption | None = None,
-    region: str | None = None,
-) -> TrainingEstimate: ...
-@overload
-def estimate(
-    model: ModelSpec | str | Path,
-    workload: Workload,
-    deployment: Deployment,
-    *,
-    catalog: Catalog | None = None,
-    calibration: Calibration | None = None,
-    option: PurchaseOption | None = None,
-    region: str | None = None,
-) -> Estimate: ...
 def estimate(
     model: ModelSpec | str | Path,
     workload: Workload,
@@ -72,7 +39,10 @@ def estimate(
     option: PurchaseOption | None = None,
     region: str | None = None,
 ) -> Estimate:
-    """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput."""
+    """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
+
+    An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
+    """
     spec = _model(model)
     targets = resolve_targets(
         [deployment.instance], catalog=catalog, calibration=calibration, option=option, region=region

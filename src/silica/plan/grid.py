@@ -25,13 +25,12 @@ def divisors(n: int) -> list[int]:
 
 
 @dataclass(frozen=True, slots=True)
-class Grid:
-    """Inference configurations, one entry each; `inst` indexes the caller's instance list."""
+class _Layouts:
+    """One entry per configuration; `inst` indexes the caller's instance list."""
 
     inst: IntArray
     tp: NDArray[np.float64]
     count: NDArray[np.float64]
-    batch: NDArray[np.float64]
 
     @property
     def size(self) -> int:
@@ -39,17 +38,17 @@ class Grid:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainingGrid:
+class Grid(_Layouts):
+    """Inference configurations: instance x tp x instance count x batch."""
+
+    batch: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingGrid(_Layouts):
     """Training layouts before data parallelism fills the rest: instance x tp x count x pp."""
 
-    inst: IntArray
-    tp: NDArray[np.float64]
-    count: NDArray[np.float64]
     pp: NDArray[np.float64]
-
-    @property
-    def size(self) -> int:
-        return int(self.inst.shape[0])
 
 
 def _product(
