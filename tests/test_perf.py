@@ -11,9 +11,10 @@ from silica.catalog import load_catalog
 from silica.models import load_model
 from silica.perf.calibration import load_calibration
 from silica.perf.inference import inference_perf, neuron_bucket
+from silica.perf.inputs import Layout, Requests, Widths
 from silica.perf.kernels import ModelCosts, decode_seconds
 from silica.perf.machine import machine_arrays
-from silica.perf.precision import precision
+from silica.perf.precision import precision, widths
 
 MODELS = ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-30b-a3b", "llama-3.1-70b"]
 CHIPS = ["h100", "a100-80gb", "inferentia2", "trainium1", "trainium2", "l40s", "b200"]
@@ -46,15 +47,10 @@ def test_tpot_never_below_memory_bandwidth_bound(
     step = decode_seconds(
         costs,
         m,
-        tp,
-        one,
-        np.asarray([float(batch)]),
+        Layout(tp=tp, pp=one, batch=np.asarray([float(batch)]), static_shapes=np.zeros(1, dtype=bool)),
         np.asarray([float(context)]),
-        2.0 * one,
-        2.0 * one,
-        2.0 * one,
-        np.zeros(1, dtype=bool),
-    )
+        Widths(weight=2.0 * one, act=2.0 * one, kv=2.0 * one),
+    ).seconds
     weights = costs.weights_read(np.asarray([float(batch)])) * 2.0 / tp
     kv = np.asarray(
         batch * min(context, spec.sliding_window or context) * costs.kv_bytes_per_token_per_unit(tp, 2.0)
@@ -96,16 +92,11 @@ def _perf(model: str, chip: str, batch: float, input_len: float, output_len: flo
     return inference_perf(
         ModelCosts.of(load_model(model)),
         m,
-        tp=one,
-        pp=one,
-        batch=batch * one,
-        input_len=input_len * one,
-        output_len=output_len * one,
-        seq_len=(input_len + output_len) * one,
-        w_bytes=prec.weight_bytes * one,
-        act_bytes=prec.act_bytes * one,
-        kv_bytes=prec.kv_bytes * one,
-        static_shapes=np.zeros(1, dtype=bool),
+        Layout(tp=one, pp=one, batch=batch * one, static_shapes=np.zeros(1, dtype=bool)),
+        Requests(
+            input_len=input_len * one, output_len=output_len * one, seq_len=(input_len + output_len) * one
+        ),
+        widths(prec, 1),
         d_ff=14336.0,
     )
 
@@ -148,3 +139,49 @@ def test_more_instances_never_lose_the_memory_to_fit(model: str) -> None:
         fits = [estimate(model, wl, Deployment(inst, count=n)).feasible for n in (1, 2, 4, 8)]
         first = fits.index(True) if True in fits else len(fits)
         assert all(fits[first:]), (inst, fits)
+
+
+@pytest.mark.parametrize(
+    ("model", "chip", "batch", "input_len"),
+    [
+        ("llama-3.1-8b", "h100", 1, 1024),  # memory-bound decode
+        ("llama-3.1-8b", "h100", 256, 1024),  # compute-bound decode
+        ("mixtral-8x7b", "trainium2", 8, 2048),
+        ("gemma-2-9b", "inferentia2", 4, 512),  # sliding-window layers
+    ],
+)
+def test_time_split_parts_add_up_to_the_phase_time(model: str, chip: str, batch: int, input_len: int) -> None:
+    perf = _perf(model, chip, batch, input_len, 256)
+    prefill = perf.prefill_split.parts_at(0)
+    decode = perf.decode_split.parts_at(0)
+    assert sum(prefill.values()) == pytest.approx(perf.prefill_s[0], rel=1e-9)
+    assert sum(decode.values()) == pytest.approx(perf.tpot_s[0], rel=1e-9)
+    assert all(v > 0 for v in (*prefill.values(), *decode.values()))
+
+
+def test_memory_bound_decode_charges_weights_at_the_achieved_bandwidth() -> None:
+    """At batch 1 a decode step streams the weights: the weights term is bytes / (peak bw x memory_eff)."""
+    spec = load_model("llama-3.1-8b")
+    m, _ = _machine("h100")
+    perf = _perf("llama-3.1-8b", "h100", 1, 1024, 256)
+    parts = perf.decode_split.parts_at(0)
+    weight_bytes = float(ModelCosts.of(spec).weights_read(np.ones(1))[0]) * 2.0  # bf16, tp=1
+    assert parts["weights"] == pytest.approx(weight_bytes / (m.unit_bw[0] * m.cal.mem_eff[0]), rel=1e-12)
+    assert "compute" not in parts and parts["kv"] > 0
+    # The prefill of 1,024 tokens is compute-bound: no memory term, all roofline time is compute.
+    prefill = perf.prefill_split.parts_at(0)
+    assert "weights" not in prefill and prefill["compute"] > 0
+
+
+def test_training_step_split_adds_up_to_the_step_time() -> None:
+    from silica.plan import estimate
+    from silica.workload import Deployment, TrainingWorkload
+
+    wl = TrainingWorkload(seq_len=4096, tokens=1e11)
+    for on, count in (("trn1.32xlarge", 4), ("p5.48xlarge", 2)):
+        r = estimate("llama-3.1-8b", wl, Deployment(on, count=count, tp=8, pp=2))
+        (phase,) = r.time
+        assert phase.phase == "training step"
+        assert phase.ms == pytest.approx(r.step_s * 1e3, rel=1e-12)
+        assert sum(phase.parts_ms.values()) == pytest.approx(phase.ms, rel=1e-9)
+        assert {"compute", "all_reduce", "pipeline", "bubble", "optimizer"} <= set(phase.parts_ms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Band", "Estimate", "PriceUsed"]
+__all__ = ["Band", "Estimate", "PhaseTime", "PriceUsed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,25 @@ class Band:
 
     low: float
     high: float
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTime:
+    """Why one phase (prefill, decode step, training step) takes as long as it does.
+
+    `parts_ms` names what the time is spent on (compute, weights, kv, all_reduce, pipeline,
+    overhead; for training also activations, bubble, gradient_sync, optimizer) and adds up to `ms`.
+    The roofline term is charged to what binds it, so a memory-bound decode step shows its weights
+    and KV streams and no compute (see `perf.inputs.TimeSplit`).
+    """
+
+    phase: str
+    ms: float
+    parts_ms: dict[str, float]
+
+    @classmethod
+    def of(cls, phase: str, seconds: float, parts_s: dict[str, float]) -> PhaseTime:
+        return cls(phase, seconds * 1e3, {name: value * 1e3 for name, value in parts_s.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +79,8 @@ class Estimate:
     train_days: float | None = None
     # Memory per tensor-parallel unit, GiB
     memory_gib: dict[str, float] = field(default_factory=dict)
+    # Where the time goes, per phase
+    time: tuple[PhaseTime, ...] = ()
     # Cost
     price: PriceUsed | None = None
     usd_per_hour: float | None = None  # whole deployment
@@ -78,6 +99,7 @@ class Estimate:
         out = asdict(self)
         out["reasons"] = list(self.reasons)
         out["assumptions"] = list(self.assumptions)
+        out["time"] = list(out["time"])
         bands = out.pop("bands")
         for name in (
             "ttft_ms",

@@ -1,14 +1,28 @@
-"""`silica estimate` and `silica compare`: the core questions, as thin wrappers over `silica.plan`."""
+"""`silica estimate` and `silica compare`: the core questions, as thin wrappers over `silica.plan`.
+
+Both commands take the same workload, price and calibration options: they are declared once, as the
+fields of `PlanOptions`, and `plan_options` adds them to a command's signature and hands the command
+one typed `PlanOptions` value. A new shared option is one new field.
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast, get_type_hints
 
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
+
+if TYPE_CHECKING:
+    from silica.catalog.schema import Catalog, Dtype, PurchaseOption
+    from silica.perf.calibration import Calibration
+    from silica.plan.compare import Workload
 
 
 class Task(StrEnum):
@@ -16,83 +30,163 @@ class Task(StrEnum):
     training = "training"
 
 
-_INPUT = typer.Option(1024, "--input-len", help="Prompt tokens per request.")
-_OUTPUT = typer.Option(256, "--output-len", help="Generated tokens per request.")
-_BATCH = typer.Option(None, "--batch", help="Concurrent sequences (default: the best under SLOs and memory).")
-_TTFT = typer.Option(None, "--ttft-slo-ms", help="Time-to-first-token limit, ms.")
-_TPOT = typer.Option(None, "--tpot-slo-ms", help="Time-per-output-token limit, ms.")
-_RATE = typer.Option(None, "--rate", help="Requests per second (sets the load).")
-_TPM = typer.Option(None, "--tokens-per-month", help="Output tokens per month (sets the load).")
-_DTYPE = typer.Option("bf16", "--dtype", help="Compute dtype: fp32, bf16, fp16, fp8, int8, fp4.")
-_WDTYPE = typer.Option(None, "--weight-dtype", help="Weight dtype if narrower than compute (int8, fp8, fp4).")
-_SEQ = typer.Option(
-    None, "--seq-len", help="Inference: compiled max context (Neuron bucket). Training: sequence length."
-)
-_TOKENS = typer.Option(None, "--tokens", help="Training tokens (for time and cost to train).")
-_GBATCH = typer.Option(None, "--global-batch", help="Training sequences per step (default ~4M tokens).")
-_MBATCH = typer.Option(1, "--micro-batch", help="Training micro-batch per data-parallel rank.")
-_DEADLINE = typer.Option(None, "--deadline-days", help="Training must finish within this many days.")
-_PRICE = typer.Option(None, "--price", help="Your price: INSTANCE=USD_PER_HOUR (repeatable).")
-_PRICES = typer.Option(
-    None, "--prices", help="Prices file (CSV in the catalog schema, or YAML {instance: usd})."
-)
-_OPTION = typer.Option(
-    None, "--option", help="Purchase option: on_demand, reserved_1yr, spot, capacity_block."
-)
-_REGION = typer.Option(None, "--region", help="Price region (default: where the catalog has one).")
-_CAL = typer.Option(
-    None, "--calibration", help="Calibration file from `silica calibrate` (default: bundled)."
-)
-_JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
-_SYSTEMS = typer.Option(
-    None,
-    "--systems",
-    help="YAML file of your own systems (chip, chips per domain, link and network bandwidth, price).",
-)
+def _flag(flag: str, help: str) -> dict[str, str]:
+    """A `PlanOptions` field's CLI form, kept in the field's metadata."""
+    return {"flag": flag, "help": help}
 
 
-def _workload(kw: dict[str, Any]) -> Any:
-    task = kw["task"]
-    from silica.workload import InferenceWorkload, TrainingWorkload
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """What `estimate` and `compare` both ask: the workload, whose prices, which calibration."""
 
-    if task is Task.inference:
-        return InferenceWorkload(
-            input_len=kw["input_len"],
-            output_len=kw["output_len"],
-            batch=kw["batch"],
-            ttft_slo_ms=kw["ttft_slo_ms"],
-            tpot_slo_ms=kw["tpot_slo_ms"],
-            rate_req_per_s=kw["rate"],
-            tokens_per_month=kw["tokens_per_month"],
-            weight_dtype=kw["weight_dtype"] or kw["dtype"],
-            compute_dtype=kw["dtype"],
-            seq_len=kw["seq_len"],
-        )
-    from silica.errors import InputError
-
-    if kw["seq_len"] is None:
-        raise InputError("Training needs a sequence length.", "pass --seq-len, e.g. --seq-len 8192.")
-    return TrainingWorkload(
-        seq_len=kw["seq_len"],
-        tokens=kw["tokens"],
-        global_batch=kw["global_batch"],
-        micro_batch=kw["micro_batch"],
-        deadline_days=kw["deadline_days"],
-        compute_dtype=kw["dtype"],
+    task: Task = field(default=Task.inference, metadata=_flag("--task", "inference or training."))
+    input_len: int = field(default=1024, metadata=_flag("--input-len", "Prompt tokens per request."))
+    output_len: int = field(default=256, metadata=_flag("--output-len", "Generated tokens per request."))
+    batch: int | None = field(
+        default=None,
+        metadata=_flag("--batch", "Concurrent sequences (default: the best under SLOs and memory)."),
     )
+    ttft_slo_ms: float | None = field(
+        default=None, metadata=_flag("--ttft-slo-ms", "Time-to-first-token limit, ms.")
+    )
+    tpot_slo_ms: float | None = field(
+        default=None, metadata=_flag("--tpot-slo-ms", "Time-per-output-token limit, ms.")
+    )
+    rate: float | None = field(default=None, metadata=_flag("--rate", "Requests per second (sets the load)."))
+    tokens_per_month: float | None = field(
+        default=None, metadata=_flag("--tokens-per-month", "Output tokens per month (sets the load).")
+    )
+    dtype: str = field(
+        default="bf16", metadata=_flag("--dtype", "Compute dtype: fp32, bf16, fp16, fp8, int8, fp4.")
+    )
+    weight_dtype: str | None = field(
+        default=None,
+        metadata=_flag("--weight-dtype", "Weight dtype if narrower than compute (int8, fp8, fp4)."),
+    )
+    seq_len: int | None = field(
+        default=None,
+        metadata=_flag(
+            "--seq-len", "Inference: compiled max context (Neuron bucket). Training: sequence length."
+        ),
+    )
+    tokens: float | None = field(
+        default=None, metadata=_flag("--tokens", "Training tokens (for time and cost to train).")
+    )
+    global_batch: int | None = field(
+        default=None, metadata=_flag("--global-batch", "Training sequences per step (default ~4M tokens).")
+    )
+    micro_batch: int = field(
+        default=1, metadata=_flag("--micro-batch", "Training micro-batch per data-parallel rank.")
+    )
+    deadline_days: float | None = field(
+        default=None, metadata=_flag("--deadline-days", "Training must finish within this many days.")
+    )
+    price: list[str] | None = field(
+        default=None, metadata=_flag("--price", "Your price: INSTANCE=USD_PER_HOUR (repeatable).")
+    )
+    prices: Path | None = field(
+        default=None,
+        metadata=_flag("--prices", "Prices file (CSV in the catalog schema, or YAML {instance: usd})."),
+    )
+    option: str | None = field(
+        default=None,
+        metadata=_flag("--option", "Purchase option: on_demand, reserved_1yr, spot, capacity_block."),
+    )
+    region: str | None = field(
+        default=None, metadata=_flag("--region", "Price region (default: where the catalog has one).")
+    )
+    calibration: Path | None = field(
+        default=None,
+        metadata=_flag("--calibration", "Calibration file from `silica calibrate` (default: bundled)."),
+    )
+    systems: Path | None = field(
+        default=None,
+        metadata=_flag(
+            "--systems",
+            "YAML file of your own systems (chip, chips per domain, link and network bandwidth, price).",
+        ),
+    )
+    as_json: bool = field(default=False, metadata=_flag("--json", "Print the library result as JSON."))
+
+    @property
+    def purchase_option(self) -> PurchaseOption | None:
+        return cast("PurchaseOption | None", self.option)  # checked against the catalog by `plan`
+
+    def workload(self) -> Workload:
+        """The inference or training workload these options describe (checked by its constructor)."""
+        from silica.workload import InferenceWorkload, TrainingWorkload
+
+        dtype = cast("Dtype", self.dtype)  # the workload checks the dtype names
+        if self.task is Task.inference:
+            return InferenceWorkload(
+                input_len=self.input_len,
+                output_len=self.output_len,
+                batch=self.batch,
+                ttft_slo_ms=self.ttft_slo_ms,
+                tpot_slo_ms=self.tpot_slo_ms,
+                rate_req_per_s=self.rate,
+                tokens_per_month=self.tokens_per_month,
+                weight_dtype=cast("Dtype", self.weight_dtype) or dtype,
+                compute_dtype=dtype,
+                seq_len=self.seq_len,
+            )
+        from silica.errors import InputError
+
+        if self.seq_len is None:
+            raise InputError("Training needs a sequence length.", "pass --seq-len, e.g. --seq-len 8192.")
+        return TrainingWorkload(
+            seq_len=self.seq_len,
+            tokens=self.tokens,
+            global_batch=self.global_batch,
+            micro_batch=self.micro_batch,
+            deadline_days=self.deadline_days,
+            compute_dtype=dtype,
+        )
+
+    def catalog(self) -> Catalog:
+        """The bundled catalog with the user's prices and systems applied."""
+        from silica.catalog import load_catalog, parse_price_overrides
+
+        overrides = (
+            parse_price_overrides(self.price, load_catalog(systems_path=self.systems)) if self.price else None
+        )
+        return load_catalog(prices_path=self.prices, overrides=overrides, systems_path=self.systems)
+
+    def load_calibration(self) -> Calibration:
+        from silica.perf.calibration import load_calibration
+
+        return load_calibration(self.calibration)
 
 
-def _catalog(price: list[str] | None, prices: Path | None, systems: Path | None = None) -> Any:
-    from silica.catalog import load_catalog, parse_price_overrides
+def plan_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command(..., opts: PlanOptions)` every `PlanOptions` field as a CLI option.
 
-    overrides = parse_price_overrides(price or [], load_catalog(systems_path=systems)) if price else None
-    return load_catalog(prices_path=prices, overrides=overrides, systems_path=systems)
+    Typer reads a command's options from its signature: the wrapper's signature is the command's own
+    parameters followed by one keyword parameter per field, and the wrapper gathers those back into
+    one `PlanOptions` before calling the command.
+    """
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "opts"]
+    hints = get_type_hints(PlanOptions)
+    shared = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(f.default, f.metadata["flag"], help=f.metadata["help"]),
+            annotation=hints[f.name],
+        )
+        for f in fields(PlanOptions)
+    ]
+    names = [f.name for f in fields(PlanOptions)]
 
+    @wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        opts = PlanOptions(**{name: kwargs.pop(name) for name in names})
+        command(**kwargs, opts=opts)
 
-def _calibration(path: Path | None) -> Any:
-    from silica.perf.calibration import load_calibration
-
-    return load_calibration(path)
+    params = [*own, *shared]
+    setattr(wrapper, "__signature__", inspect.Signature(params))  # noqa: B010 - read by typer
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 def _fmt(value: float | int | None, spec: str = ".1f") -> str:
@@ -102,6 +196,7 @@ def _fmt(value: float | int | None, spec: str = ".1f") -> str:
 def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
+    @plan_options
     def estimate(
         model: str = typer.Argument(..., help="Registry model id or path to a config.json."),
         on: str = typer.Option(
@@ -110,101 +205,61 @@ def register(app: typer.Typer) -> None:
             help="INSTANCE[xCOUNT] (trn1.32xlarge, p5.48xlargex4), CHIPxCOUNT (gb300x72, h100x1024) "
             "or a system from --systems.",
         ),
-        task: Task = typer.Option(Task.inference, "--task"),
-        input_len: int = _INPUT,
-        output_len: int = _OUTPUT,
-        batch: int | None = _BATCH,
-        ttft_slo_ms: float | None = _TTFT,
-        tpot_slo_ms: float | None = _TPOT,
-        rate: float | None = _RATE,
-        tokens_per_month: float | None = _TPM,
-        dtype: str = _DTYPE,
-        weight_dtype: str | None = _WDTYPE,
-        seq_len: int | None = _SEQ,
-        tokens: float | None = _TOKENS,
-        global_batch: int | None = _GBATCH,
-        micro_batch: int = _MBATCH,
-        deadline_days: float | None = _DEADLINE,
         tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
         pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
-        price: list[str] | None = _PRICE,
-        prices: Path | None = _PRICES,
-        option: str | None = _OPTION,
-        region: str | None = _REGION,
-        calibration: Path | None = _CAL,
-        systems: Path | None = _SYSTEMS,
-        as_json: bool = _JSON,
+        *,
+        opts: PlanOptions,
     ) -> None:
         """Estimate one deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run."""
+        from silica.catalog import resolve_on
         from silica.plan import estimate as run
         from silica.workload import Deployment
 
-        wl = _workload(locals())
-        from silica.catalog import resolve_on
-
-        placement = resolve_on(_catalog(price, prices, systems), on)
+        wl = opts.workload()
+        placement = resolve_on(opts.catalog(), on)
         result = run(
             model,
             wl,
             Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp),
             catalog=placement.catalog,
-            calibration=_calibration(calibration),
-            option=option,  # type: ignore[arg-type]
-            region=region,
+            calibration=opts.load_calibration(),
+            option=opts.purchase_option,
+            region=opts.region,
         )
-        if as_json:
+        if opts.as_json:
             print_json(result)
             return
         _print_estimate(result)
 
     @app.command()
     @handle_errors
+    @plan_options
     def compare(
         model: str = typer.Argument(..., help="Registry model id or path to a config.json."),
-        task: Task = typer.Option(Task.inference, "--task"),
-        input_len: int = _INPUT,
-        output_len: int = _OUTPUT,
-        batch: int | None = _BATCH,
-        ttft_slo_ms: float | None = _TTFT,
-        tpot_slo_ms: float | None = _TPOT,
-        rate: float | None = _RATE,
-        tokens_per_month: float | None = _TPM,
-        dtype: str = _DTYPE,
-        weight_dtype: str | None = _WDTYPE,
-        seq_len: int | None = _SEQ,
-        tokens: float | None = _TOKENS,
-        global_batch: int | None = _GBATCH,
-        micro_batch: int = _MBATCH,
-        deadline_days: float | None = _DEADLINE,
         instances: list[str] | None = typer.Option(
             None, "--instance", help="Only these instance types (repeatable)."
         ),
         announced: bool = typer.Option(
             False, "--include-announced", help="Also rank announced, unreleased chips."
         ),
-        price: list[str] | None = _PRICE,
-        prices: Path | None = _PRICES,
-        option: str | None = _OPTION,
-        region: str | None = _REGION,
-        calibration: Path | None = _CAL,
-        systems: Path | None = _SYSTEMS,
-        as_json: bool = _JSON,
+        *,
+        opts: PlanOptions,
     ) -> None:
         """Rank every instance type for a model and workload by cost; infeasible ones keep their reason."""
         from silica.plan import compare as run
 
-        wl = _workload(locals())
+        wl = opts.workload()
         result = run(
             model,
             wl,
             instances=instances,
-            catalog=_catalog(price, prices, systems),
-            calibration=_calibration(calibration),
-            option=option,  # type: ignore[arg-type]
-            region=region,
+            catalog=opts.catalog(),
+            calibration=opts.load_calibration(),
+            option=opts.purchase_option,
+            region=opts.region,
             include_announced=announced,
         )
-        if as_json:
+        if opts.as_json:
             print_json(result)
             return
         _print_comparison(result)
@@ -240,6 +295,8 @@ def _print_estimate(r: Any) -> None:
         if r.mfu is not None:
             table.add_row("MFU", f"{r.mfu:.1%}")
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
+        for phase in r.time:
+            table.add_row("time", _phase_line(phase, r.batch))
         table.add_row(
             "USD / hour", _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)"
         )
@@ -248,6 +305,34 @@ def _print_estimate(r: Any) -> None:
     for note in r.assumptions:
         table.add_row("assumes", note)
     out.print(table)
+
+
+# How the parts of a phase's time read in a sentence (`results.PhaseTime.parts_ms` keys).
+_PART_LABELS = {
+    "compute": "compute",
+    "weights": "weights",
+    "kv": "KV",
+    "activations": "activations",
+    "all_reduce": "all-reduce",
+    "pipeline": "pipeline hand-offs",
+    "bubble": "pipeline bubble",
+    "gradient_sync": "gradient sync",
+    "optimizer": "optimizer",
+    "overhead": "overhead",
+}
+
+
+def _ms(value: float, unit: float) -> str:
+    scaled = value / unit
+    return f"{scaled:.0f}" if scaled >= 10 else f"{scaled:.1f}" if scaled >= 1 else f"{scaled:.2g}"
+
+
+def _phase_line(p: Any, batch: int | None) -> str:
+    """'decode step 26 ms: weights 14, KV 3, all-reduce 7, overhead 2' (seconds past 1,000 ms)."""
+    unit, name = (1e3, "s") if p.ms >= 1e3 else (1.0, "ms")
+    label = f"{p.phase} of {batch} prompts" if p.phase == "prefill" and batch and batch > 1 else p.phase
+    parts = ", ".join(f"{_PART_LABELS.get(k, k)} {_ms(v, unit)}" for k, v in p.parts_ms.items())
+    return f"{label} {_ms(p.ms, unit)} {name}: {parts}"
 
 
 def _band(r: Any, key: str, spec: str) -> str:

@@ -5,11 +5,12 @@ This is the one path that `estimate`, `compare` and `validate` all go through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
+from silica.perf.inputs import Layout, Requests, TimeSplit, Widths
 from silica.perf.kernels import ModelCosts, inference_memory, mean_decode_seconds, prefill_seconds
 from silica.perf.machine import Machine
 
@@ -44,6 +45,8 @@ class InferencePerf:
     kv_bytes: Array  # per unit
     activation_bytes: Array  # per unit
     capacity_bytes: Array  # per unit
+    prefill_split: TimeSplit  # of prefill_s
+    decode_split: TimeSplit  # of tpot_s, the mean decode step
 
     @property
     def used_bytes(self) -> Array:
@@ -59,29 +62,24 @@ class InferencePerf:
 def inference_perf(
     c: ModelCosts,
     m: Machine,
+    lay: Layout,
+    req: Requests,
+    w: Widths,
     *,
-    tp: Array,
-    pp: Array,
-    batch: Array,
-    input_len: Array,
-    output_len: Array,
-    seq_len: Array,
-    w_bytes: Array,
-    act_bytes: Array,
-    kv_bytes: Array,
-    static_shapes: BoolArray,
     d_ff: float,
     continuous: bool = False,
 ) -> InferencePerf:
-    """Evaluate every configuration at once. `static_shapes` marks Neuron rows (buckets, head padding).
+    """Evaluate every configuration at once. `lay.static_shapes` marks Neuron rows (buckets, head padding).
 
     Static batching (`continuous=False`, how the published tables measure): TTFT is the prefill of
     the whole batch. Continuous batching (how a serving engine runs): a new request's prompt is
     prefilled on its own and joins the running batch, so its TTFT is one prompt's prefill plus the
     decode step it waits for. Throughput is the same either way: every prompt is prefilled once.
     """
+    static_shapes = lay.static_shapes
+    input_len, output_len, seq_len = req.input_len, req.output_len, req.seq_len
     prompt = np.where(static_shapes, neuron_bucket(input_len, seq_len), input_len)
-    prefill = prefill_seconds(c, m, tp, pp, batch, prompt, w_bytes, act_bytes, kv_bytes, static_shapes)
+    prefill = prefill_seconds(c, m, lay, prompt, w)
     neuron = bool(static_shapes.any())  # skip bucketing work when no configuration is on Neuron
     contexts = []
     for k in range(DECODE_SAMPLES):
@@ -89,24 +87,27 @@ def inference_perf(
         contexts.append(
             np.where(static_shapes, neuron_bucket(context, seq_len), context) if neuron else context
         )
-    tpot = mean_decode_seconds(c, m, tp, pp, batch, contexts, w_bytes, act_bytes, kv_bytes, static_shapes)
+    decode = mean_decode_seconds(c, m, lay, contexts, w)
+    tpot = decode.seconds
     # pp micro-batches of `batch` sequences in flight, each prefilled once, then decoded.
-    generated = pp * batch * output_len
-    throughput = np.where(output_len > 0, generated / (prefill + output_len * tpot), 0.0)
+    generated = lay.pp * lay.batch * output_len
+    throughput = np.where(output_len > 0, generated / (prefill.seconds + output_len * tpot), 0.0)
     if continuous:
-        one = np.ones_like(batch)
-        ttft = prefill_seconds(c, m, tp, pp, one, prompt, w_bytes, act_bytes, kv_bytes, static_shapes) + tpot
+        one = replace(lay, batch=np.ones_like(lay.batch))
+        ttft = prefill_seconds(c, m, one, prompt, w).seconds + tpot
     else:
-        ttft = prefill
+        ttft = prefill.seconds
     allocated = np.where(static_shapes, np.maximum(seq_len, input_len + output_len), input_len + output_len)
-    weights, kv, act = inference_memory(c, tp, pp, batch, allocated, w_bytes, act_bytes, kv_bytes, d_ff)
+    weights, kv, act = inference_memory(c, lay, allocated, w, d_ff)
     return InferencePerf(
         ttft_s=ttft,
-        prefill_s=prefill,
+        prefill_s=prefill.seconds,
         tpot_s=tpot,
         replica_output_tok_s=throughput,
         weights_bytes=weights,
         kv_bytes=kv,
         activation_bytes=act,
         capacity_bytes=m.unit_mem,
+        prefill_split=prefill.split,
+        decode_split=decode.split,
     )

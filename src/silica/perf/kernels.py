@@ -2,8 +2,9 @@
 
 Roofline per phase (DESIGN.md): time = max(FLOPs / (peak x compute efficiency),
 bytes / (bandwidth x memory efficiency)) + non-matmul traffic + per-layer overhead + communication.
-All inputs broadcast: model facts are scalars, everything else is an array with one entry per
-configuration. Units: seconds, bytes, FLOPs.
+Model facts are scalars (`ModelCosts`); everything else is a typed group of arrays with one entry per
+configuration (`perf.inputs`, `perf.machine`). Every phase returns its time split (`TimeSplit`)
+along with its total, so an estimate can say why it is as fast as it is. Units: seconds, bytes, FLOPs.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from silica.models.spec import ModelSpec
+from silica.perf.inputs import Layout, TimeSplit, TrainingRun, Widths
 from silica.perf.machine import Machine
 
 __all__ = [
     "ModelCosts",
+    "PhaseSeconds",
     "TrainStep",
     "decode_seconds",
     "inference_memory",
@@ -105,20 +108,19 @@ class ModelCosts:
         return self.n_layers * self.kv_values_per_layer * kv_bytes * share
 
 
-def _padded_heads(c: ModelCosts, tp: Array, pads_heads: BoolArray) -> Array:
+def _padded_heads(c: ModelCosts, lay: Layout) -> Array:
     """Neuron pads attention heads up to a multiple of tp; GPUs require divisibility instead."""
-    padded = np.ceil(c.n_heads / tp) * tp
-    return np.where(pads_heads, padded, c.n_heads)
+    padded = np.ceil(c.n_heads / lay.tp) * lay.tp
+    return np.where(lay.static_shapes, padded, c.n_heads)
 
 
-def _matmul_eff(c: ModelCosts, m: Machine, tokens: Array, tp: Array) -> Array:
+def _matmul_eff(m: Machine, tokens: Array) -> Array:
     """Small matmuls cannot fill the tensor engine: efficiency rises with the tokens per matmul.
 
     A matmul over M tokens fills M rows of the systolic array or tensor-core tile; below a tile's
     height the rest idles, so the time of a few-token matmul no longer shrinks with M.
     """
-    del c, tp  # the efficiency depends on the matmul's token dimension only
-    return m.eff_max * tokens / (tokens + m.half_tokens)
+    return m.cal.eff_max * tokens / (tokens + m.cal.half_tokens)
 
 
 def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
@@ -127,88 +129,79 @@ def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes
     The ring runs over the tp ranks. NeuronCores of one chip are separate ranks too: their
     collectives go through the same collective engine and DMA rings as those between chips.
     """
-    wire = 2.0 * (tp - 1.0) / tp * msg_bytes / (m.link_bw * m.coll_bw_eff)
-    return np.where(tp > 1, n_collectives * (m.coll_s + wire), 0.0)
+    wire = 2.0 * (tp - 1.0) / tp * msg_bytes / (m.link_bw * m.cal.coll_bw_eff)
+    return np.where(tp > 1, n_collectives * (m.cal.coll_s + wire), 0.0)
 
 
-def _forward_overheads(c: ModelCosts, m: Machine, tp: Array, pp: Array, hidden_bytes: Array) -> Array:
+def _forward_overheads(
+    c: ModelCosts, m: Machine, lay: Layout, hidden_bytes: Array
+) -> tuple[Array, Array, Array]:
     """What a forward pass adds to its roofline: per-layer overhead, two tensor-parallel all-reduces
     per layer (after attention and after the MLP, Shoeybi et al. 2019), and pipeline hand-offs."""
+    tp, pp = lay.tp, lay.pp
     comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes)
     stage_bw = np.where(tp * pp > m.units_per_instance, m.net_bw, m.link_bw)  # EFA once stages span instances
-    stages = np.where(pp > 1, (pp - 1.0) * (m.coll_s + hidden_bytes / stage_bw), 0.0)
-    return c.n_layers * m.layer_s + comm + stages
+    stages = np.where(pp > 1, (pp - 1.0) * (m.cal.coll_s + hidden_bytes / stage_bw), 0.0)
+    return c.n_layers * m.cal.layer_s, comm, stages
 
 
-def prefill_seconds(
-    c: ModelCosts,
-    m: Machine,
-    tp: Array,
-    pp: Array,
-    batch: Array,
-    length: Array,
-    w_bytes: Array,
-    act_bytes: Array,
-    kv_bytes: Array,
-    pads_heads: BoolArray,
-) -> Array:
-    """Time to process `batch` prompts of `length` tokens (time to first token, unloaded)."""
-    tokens = batch * length
-    heads = _padded_heads(c, tp, pads_heads)
+@dataclass(frozen=True, slots=True)
+class PhaseSeconds:
+    """A phase's time for every configuration, and what it is spent on."""
+
+    seconds: Array
+    split: TimeSplit
+
+
+def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Widths) -> PhaseSeconds:
+    """Time to process `lay.batch` prompts of `length` tokens (time to first token, unloaded)."""
+    tp = lay.tp
+    tokens = lay.batch * length
+    heads = _padded_heads(c, lay)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
-    work = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads) / m.attn_eff
-    t_compute = work / tp / (m.unit_flops * _matmul_eff(c, m, tokens, tp))
-    streamed = c.weights_read(tokens) * w_bytes / tp + tokens * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
-    t_memory = streamed / (m.unit_bw * m.mem_eff)
-    return np.maximum(t_compute, t_memory) + _forward_overheads(c, m, tp, pp, tokens * c.d_model * act_bytes)
+    work = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads) / m.cal.attn_eff
+    t_compute = work / tp / (m.unit_flops * _matmul_eff(m, tokens))
+    weights = c.weights_read(tokens) * w.weight / tp
+    kv = tokens * c.kv_bytes_per_token_per_unit(tp, w.kv)
+    stream_rate = m.unit_bw * m.cal.mem_eff
+    t_memory = (weights + kv) / stream_rate
+    layer, comm, stages = _forward_overheads(c, m, lay, tokens * c.d_model * w.act)
+    split = TimeSplit((t_compute,), weights, (kv,), stream_rate, comm, stages, layer)
+    return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + stages), split)
 
 
-def decode_seconds(
-    c: ModelCosts,
-    m: Machine,
-    tp: Array,
-    pp: Array,
-    batch: Array,
-    context: Array,
-    w_bytes: Array,
-    act_bytes: Array,
-    kv_bytes: Array,
-    pads_heads: BoolArray,
-) -> Array:
-    """Time for one decode step that extends `batch` sequences whose KV cache holds `context` tokens."""
-    return mean_decode_seconds(c, m, tp, pp, batch, [context], w_bytes, act_bytes, kv_bytes, pads_heads)
+def decode_seconds(c: ModelCosts, m: Machine, lay: Layout, context: Array, w: Widths) -> PhaseSeconds:
+    """Time for one decode step that extends `lay.batch` sequences whose KV cache holds `context` tokens."""
+    return mean_decode_seconds(c, m, lay, [context], w)
 
 
 def mean_decode_seconds(
-    c: ModelCosts,
-    m: Machine,
-    tp: Array,
-    pp: Array,
-    batch: Array,
-    contexts: Sequence[Array],
-    w_bytes: Array,
-    act_bytes: Array,
-    kv_bytes: Array,
-    pads_heads: BoolArray,
-) -> Array:
+    c: ModelCosts, m: Machine, lay: Layout, contexts: Sequence[Array], w: Widths
+) -> PhaseSeconds:
     """Mean decode step time over several context lengths; what does not depend on context is
     computed once (this is the planner's innermost loop)."""
-    heads = _padded_heads(c, tp, pads_heads)
-    compute_rate = tp * m.unit_flops * _matmul_eff(c, m, batch, tp)
+    tp, batch = lay.tp, lay.batch
+    heads = _padded_heads(c, lay)
+    compute_rate = tp * m.unit_flops * _matmul_eff(m, batch)
     matmul = 2.0 * batch * c.matmul_params
-    weights = c.weights_read(batch) * w_bytes / tp
-    kv_per_token = batch * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
-    stream_rate = m.unit_bw * m.mem_eff
+    weights = c.weights_read(batch) * w.weight / tp
+    kv_per_token = batch * c.kv_bytes_per_token_per_unit(tp, w.kv)
+    stream_rate = m.unit_bw * m.cal.mem_eff
     total = np.zeros_like(batch)
+    computes, kvs = [], []
     for context in contexts:
         # Decode attention reads the KV cache once per step (counted in the stream below); the
         # materialised-score penalty `attn_eff` belongs to context encoding only.
         t_compute = (matmul + c.attention_flops(batch, context, heads)) / compute_rate
         sliding = np.minimum(context, c.window) if c.window else context
         kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
-        total = total + np.maximum(t_compute, (weights + kv_per_token * kv_tokens) / stream_rate)
-    overheads = _forward_overheads(c, m, tp, pp, batch * c.d_model * act_bytes)
-    return total / len(contexts) + overheads
+        kv = kv_per_token * kv_tokens
+        total = total + np.maximum(t_compute, (weights + kv) / stream_rate)
+        computes.append(t_compute)
+        kvs.append(kv)
+    layer, comm, stages = _forward_overheads(c, m, lay, batch * c.d_model * w.act)
+    split = TimeSplit(tuple(computes), weights, tuple(kvs), stream_rate, comm, stages, layer)
+    return PhaseSeconds(total / len(contexts) + (layer + comm + stages), split)
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
@@ -216,28 +209,21 @@ PREFILL_CHUNK_TOKENS = 8192.0
 
 
 def inference_memory(
-    c: ModelCosts,
-    tp: Array,
-    pp: Array,
-    batch: Array,
-    context: Array,
-    w_bytes: Array,
-    act_bytes: Array,
-    kv_bytes: Array,
-    d_ff: float,
+    c: ModelCosts, lay: Layout, context: Array, w: Widths, d_ff: float
 ) -> tuple[Array, Array, Array]:
     """Bytes per unit for weights, KV cache and activations.
 
     With pp stages each holding 1/pp of the layers and pp micro-batches in flight, the KV cache per
     unit is batch x context x (all layers' KV per unit) whatever pp is.
     """
-    weights = c.total_params * w_bytes / (tp * pp)
+    tp, batch = lay.tp, lay.batch
+    weights = c.total_params * w.weight / (tp * lay.pp)
     # Sliding-window (and chunked) layers keep only their window of the context.
     sliding = np.minimum(context, c.window) if c.window else context
     kept = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
-    kv = batch * kept * c.kv_bytes_per_token_per_unit(tp, kv_bytes)
+    kv = batch * kept * c.kv_bytes_per_token_per_unit(tp, w.kv)
     chunk = np.minimum(batch * context, PREFILL_CHUNK_TOKENS)
-    activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * act_bytes
+    activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * w.act
     return weights, kv, activations
 
 
@@ -248,6 +234,7 @@ class TrainStep:
     model_flops_per_token: float
     mfu: Array
     memory_per_unit: Array
+    split: TimeSplit  # of step_s
 
 
 # Adam with mixed precision: fp32 master weights, first and second moments (Rajbhandari et al. 2020, ZeRO §3).
@@ -260,63 +247,50 @@ ACTIVATION_BYTES_FACTOR = 34.0
 BACKWARD_SHARE = 2.0 / 3.0
 
 
-def train_step(
-    c: ModelCosts,
-    m: Machine,
-    tp: Array,
-    pp: Array,
-    dp: Array,
-    global_batch: Array,
-    micro_batch: Array,
-    seq_len: Array,
-    w_bytes: Array,
-    act_bytes: Array,
-    zero_stage: int,
-    pads_heads: BoolArray,
-    chip_peak_flops: Array,
-    units_per_node: Array,
-    full_recompute: BoolArray | None = None,
-) -> TrainStep:
+def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widths) -> TrainStep:
     """One optimizer step of data-, tensor- and pipeline-parallel training (1F1B schedule).
 
-    `full_recompute` marks layouts that keep only each layer's input and recompute the rest in the
-    backward pass: one more forward (4 passes instead of 3) for far less activation memory.
+    `lay.batch` is the micro-batch per data-parallel rank. `run.full_recompute` marks layouts that
+    keep only each layer's input and recompute the rest in the backward pass: one more forward
+    (4 passes instead of 3) for far less activation memory.
     """
-    full = np.zeros_like(tp, dtype=bool) if full_recompute is None else full_recompute
+    tp, pp, micro_batch, seq_len = lay.tp, lay.pp, lay.batch, run.seq_len
+    dp = np.ones_like(tp) if lay.dp is None else lay.dp
+    zero_stage, units_per_node = run.zero_stage, m.units_per_instance
+    full = np.zeros_like(tp, dtype=bool) if run.full_recompute is None else run.full_recompute
     passes = np.where(full, 4.0, 3.0)
     units = tp * pp * dp
     chips = units / m.units_per_chip
-    heads = _padded_heads(c, tp, pads_heads)
+    heads = _padded_heads(c, lay)
     mb_tokens = micro_batch * seq_len
-    n_micro = np.maximum(global_batch / (dp * micro_batch), 1.0)
+    n_micro = np.maximum(run.global_batch / (dp * micro_batch), 1.0)
+    stream_rate = m.unit_bw * m.cal.mem_eff
     # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
     # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel), so the
     # attention math runs at matmul efficiency; `attn_eff` describes inference engines only.
     attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads)
     fwd_flops = (2.0 * mb_tokens * c.matmul_params + attention) / pp
-    t_compute = passes * fwd_flops / tp / (m.unit_flops * _matmul_eff(c, m, mb_tokens, tp))
-    t_weights = passes * c.weights_read(mb_tokens) * w_bytes / (tp * pp) / (m.unit_bw * m.mem_eff)
+    t_compute = passes * fwd_flops / tp / (m.unit_flops * _matmul_eff(m, mb_tokens))
+    weight_bytes = passes * c.weights_read(mb_tokens) * w.weight / (tp * pp)
+    t_weights = weight_bytes / stream_rate
     layers = c.n_layers / pp
-    tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * act_bytes)
+    tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * w.act)
     # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
     stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
-    handoff = np.where(pp > 1, 2.0 * (m.coll_s + mb_tokens * c.d_model * act_bytes / stage_bw), 0.0)
+    handoff = np.where(pp > 1, 2.0 * (m.cal.coll_s + mb_tokens * c.d_model * w.act / stage_bw), 0.0)
     # Non-matmul work (norms, activations, dropout, residuals) streams the layer activations: written
     # in the forward pass and read back in the backward pass, 2 x 34 s b h / t bytes a layer.
-    elementwise = (
-        2.0 * ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp / (m.unit_bw * m.mem_eff)
-    )
-    per_micro = (
-        np.maximum(t_compute, t_weights) + elementwise + passes * layers * m.layer_s + tp_comm + handoff
-    )
+    elementwise = 2.0 * ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp / stream_rate
+    layer_s = passes * layers * m.cal.layer_s
+    per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + handoff
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
     grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
     multi_node = units > units_per_node
     dp_bw = np.where(multi_node, m.net_bw / units_per_node, m.link_bw)
     t_dp = np.where(
         dp > 1,
-        2.0 * (dp - 1.0) / dp * grad_bytes / (dp_bw * m.coll_bw_eff)
-        + m.coll_s * np.log2(np.maximum(dp, 2.0)),
+        2.0 * (dp - 1.0) / dp * grad_bytes / (dp_bw * m.cal.coll_bw_eff)
+        + m.cal.coll_s * np.log2(np.maximum(dp, 2.0)),
         0.0,
     )
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
@@ -326,22 +300,36 @@ def train_step(
     params_here = c.total_params / (tp * pp)
     optimizer_s = (
         params_here
-        * (2.0 * OPTIMIZER_BYTES_PER_PARAM / shard + GRAD_BYTES_PER_PARAM + w_bytes)
-        / (m.unit_bw * m.mem_eff)
+        * (2.0 * OPTIMIZER_BYTES_PER_PARAM / shard + GRAD_BYTES_PER_PARAM + w.weight)
+        / stream_rate
     )
     step = pipeline + exposed_dp + optimizer_s
-    tokens = global_batch * seq_len
+    split = TimeSplit(
+        compute_s=(t_compute,),
+        weight_bytes=weight_bytes,
+        kv_bytes=(),
+        stream_rate=stream_rate,
+        all_reduce=tp_comm,
+        pipeline=handoff,
+        overhead=layer_s,
+        repeat=n_micro,
+        activations=elementwise,
+        bubble=(pp - 1.0) * per_micro,
+        gradient_sync=exposed_dp,
+        optimizer=optimizer_s,
+    )
+    tokens = run.global_batch * seq_len
     # MFU convention of Chowdhery et al. 2022 (PaLM, appendix B): 6N per token plus attention.
     model_flops_per_token = 6.0 * c.matmul_params
     attn_per_token = 3.0 * c.attention_flops(
         np.asarray(1.0), np.asarray(seq_len / 2.0), np.asarray(c.n_heads)
     )
     tok_s_chip = tokens / step / chips
-    mfu = tok_s_chip * (model_flops_per_token + attn_per_token) / chip_peak_flops
+    mfu = tok_s_chip * (model_flops_per_token + attn_per_token) / run.peak_flops
     params_unit = c.total_params / (tp * pp)
     optimizer = params_unit * OPTIMIZER_BYTES_PER_PARAM / np.where(zero_stage >= 1, dp, 1.0)
     grads = params_unit * GRAD_BYTES_PER_PARAM / np.where(zero_stage >= 2, dp, 1.0)
-    weights = params_unit * w_bytes / np.where(zero_stage >= 3, dp, 1.0)
+    weights = params_unit * w.weight / np.where(zero_stage >= 3, dp, 1.0)
     in_flight = np.minimum(pp, n_micro)
     selective = ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp * in_flight
     # Full recompute keeps 2 s b h per layer plus one layer's working set (Korthikanti et al. 2022, §4).
@@ -356,4 +344,5 @@ def train_step(
         model_flops_per_token=model_flops_per_token,
         mfu=mfu,
         memory_per_unit=optimizer + grads + weights + activations,
+        split=split,
     )

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from silica.catalog.schema import Chip, Dtype, Instance
 from silica.perf.calibration import FamilyParams
 
-__all__ = ["Machine", "machine_arrays", "with_params"]
+__all__ = ["Efficiency", "Machine", "machine_arrays", "with_params"]
 
 Array = NDArray[np.float64]
 GIB = 2.0**30
@@ -26,16 +26,9 @@ RUNTIME_RESERVE_GIB = 1.0
 
 
 @dataclass(frozen=True, slots=True)
-class Machine:
-    """Per-configuration hardware: what one tensor-parallel unit (a GPU, a NeuronCore) offers."""
+class Efficiency:
+    """Per-configuration calibration (`calibration.FamilyParams` as arrays, in seconds and shares)."""
 
-    unit_flops: Array  # dense peak FLOP/s at the compute dtype (nan where the chip lacks that dtype)
-    unit_bw: Array  # HBM bytes/s
-    unit_mem: Array  # usable HBM bytes
-    link_bw: Array  # chip-to-chip bytes/s inside an instance
-    net_bw: Array  # instance-to-instance bytes/s (EFA), per instance
-    units_per_chip: Array
-    units_per_instance: Array
     eff_max: Array
     half_tokens: Array  # tokens per matmul at half efficiency
     mem_eff: Array
@@ -44,13 +37,32 @@ class Machine:
     coll_bw_eff: Array
     attn_eff: Array
 
+    def take(self, index: NDArray[np.intp]) -> Efficiency:
+        return Efficiency(**{name: getattr(self, name)[index] for name in self.__slots__})
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """Per-configuration hardware: what one tensor-parallel unit (a GPU, a NeuronCore) offers,
+    and how close the calibration says it gets to that (`cal`)."""
+
+    unit_flops: Array  # dense peak FLOP/s at the compute dtype (nan where the chip lacks that dtype)
+    unit_bw: Array  # HBM bytes/s
+    unit_mem: Array  # usable HBM bytes
+    link_bw: Array  # chip-to-chip bytes/s inside an instance
+    net_bw: Array  # instance-to-instance bytes/s (EFA), per instance
+    units_per_chip: Array
+    units_per_instance: Array
+    cal: Efficiency
+
     @property
     def size(self) -> int:
         return int(self.unit_flops.shape[0])
 
     def take(self, index: NDArray[np.intp]) -> Machine:
         """The machine rows at `index`: used to expand per-instance rows to per-configuration rows."""
-        return Machine(**{name: getattr(self, name)[index] for name in self.__slots__})
+        rows = {name: getattr(self, name)[index] for name in self.__slots__ if name != "cal"}
+        return Machine(**rows, cal=self.cal.take(index))
 
 
 def _peak_tflops(chip: Chip, dtype: Dtype) -> float:
@@ -96,24 +108,17 @@ def machine_arrays(
         net_bw=net,
         units_per_chip=units,
         units_per_instance=units * chips_per_instance,
-        eff_max=col([p.compute_eff_max for p in params]),
-        half_tokens=col([p.compute_half_tokens for p in params]),
-        mem_eff=col([p.memory_eff for p in params]),
-        layer_s=col([p.layer_overhead_us * 1e-6 for p in params]),
-        coll_s=col([p.collective_latency_us * 1e-6 for p in params]),
-        coll_bw_eff=col([p.collective_bw_eff for p in params]),
-        attn_eff=col([p.attention_eff for p in params]),
+        cal=efficiency(params),
     )
 
 
-def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
-    """The same hardware under other calibration parameters (one per entry): used by the fit."""
+def efficiency(params: Sequence[FamilyParams]) -> Efficiency:
+    """Calibration parameters as arrays, one entry per configuration."""
 
     def col(name: str) -> Array:
         return np.asarray([getattr(p, name) for p in params], dtype=np.float64)
 
-    return replace(
-        m,
+    return Efficiency(
         eff_max=col("compute_eff_max"),
         half_tokens=col("compute_half_tokens"),
         mem_eff=col("memory_eff"),
@@ -122,3 +127,8 @@ def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
         coll_bw_eff=col("collective_bw_eff"),
         attn_eff=col("attention_eff"),
     )
+
+
+def with_params(m: Machine, params: Sequence[FamilyParams]) -> Machine:
+    """The same hardware under other calibration parameters (one per entry): used by the fit."""
+    return replace(m, cal=efficiency(params))

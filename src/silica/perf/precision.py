@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from silica.catalog.schema import Dtype
+from silica.perf.inputs import Widths
 from silica.workload import DTYPE_BYTES
 
-__all__ = ["Precision", "precision"]
+__all__ = ["Precision", "precision", "widths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +40,9 @@ def precision(weight_dtype: Dtype, compute_dtype: Dtype) -> Precision:
         kv_bytes=1.0 if narrow_compute else compute,
         flops_dtype=compute_dtype,
     )
+
+
+def widths(prec: Precision, n: int, weight_bytes: float | None = None) -> Widths:
+    """The bytes per value of `prec` for `n` configurations (training keeps bf16 weights: 2 B)."""
+    weight = prec.weight_bytes if weight_bytes is None else weight_bytes
+    return Widths(weight=np.full(n, weight), act=np.full(n, prec.act_bytes), kv=np.full(n, prec.kv_bytes))

@@ -15,12 +15,13 @@ from numpy.typing import NDArray
 
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
+from silica.perf.inputs import Layout, Requests
 from silica.perf.kernels import ModelCosts
 from silica.perf.machine import GIB, machine_arrays
-from silica.perf.precision import precision
+from silica.perf.precision import precision, widths
 from silica.plan.grid import BATCHES, Grid, make_grid
 from silica.plan.targets import Target, check_layout, check_shapes, requests_per_s, tp_choices
-from silica.results import Band, Estimate, PriceUsed
+from silica.results import Band, Estimate, PhaseTime, PriceUsed
 from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
 
 __all__ = ["evaluate_inference", "search_inference"]
@@ -49,16 +50,13 @@ def evaluate_inference(
     return inference_perf(
         ModelCosts.of(model),
         m,
-        tp=grid.tp,
-        pp=pp,
-        batch=grid.batch,
-        input_len=np.full(n, float(wl.input_len)),
-        output_len=np.full(n, float(wl.output_len)),
-        seq_len=np.full(n, seq_len),
-        w_bytes=np.full(n, prec.weight_bytes),
-        act_bytes=np.full(n, prec.act_bytes),
-        kv_bytes=np.full(n, prec.kv_bytes),
-        static_shapes=static,
+        Layout(tp=grid.tp, pp=pp, batch=grid.batch, static_shapes=static),
+        Requests(
+            input_len=np.full(n, float(wl.input_len)),
+            output_len=np.full(n, float(wl.output_len)),
+            seq_len=np.full(n, seq_len),
+        ),
+        widths(prec, n),
         d_ff=float(model.d_ff or model.expert_params / max(model.d_model, 1) / 3),
         continuous=wl.batching == "continuous" and wl.output_len > 0,  # an encoder batch is one pass
     )
@@ -240,6 +238,14 @@ def _band(
     return Band(low=value * low, high=value * high)
 
 
+def _phases(wl: InferenceWorkload, perf: InferencePerf, i: int) -> tuple[PhaseTime, ...]:
+    """Prefill of the whole batch, and (for a decoder) the mean decode step, with their splits."""
+    prefill = PhaseTime.of("prefill", float(perf.prefill_s[i]), perf.prefill_split.parts_at(i))
+    if wl.output_len == 0:
+        return (prefill,)
+    return prefill, PhaseTime.of("decode step", float(perf.tpot_s[i]), perf.decode_split.parts_at(i))
+
+
 def _estimate(
     model: ModelSpec,
     wl: InferenceWorkload,
@@ -296,6 +302,7 @@ def _estimate(
             "activations": float(perf.activation_bytes[i] / GIB),
             "capacity": float(perf.capacity_bytes[i] / GIB),
         },
+        time=_phases(wl, perf, i),
         price=_price(target),
         usd_per_hour=usd_h,
         usd_per_1m_output_tokens=per_1m_out,

@@ -12,13 +12,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from silica.models.spec import ModelSpec
+from silica.perf.inputs import Layout, TrainingRun
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
-from silica.perf.precision import precision
+from silica.perf.precision import precision, widths
 from silica.plan.grid import make_grid
 from silica.plan.inference_search import _band, _price
 from silica.plan.targets import Target, check_layout, tp_choices
-from silica.results import Estimate
+from silica.results import Estimate, PhaseTime
 from silica.workload import TrainingWorkload
 
 __all__ = ["DEFAULT_DEADLINE_DAYS", "evaluate_training", "search_training"]
@@ -46,23 +47,18 @@ def evaluate_training(
     n = inst.shape[0]
     static = np.asarray([t.is_neuron for t in targets])[inst]
     peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) * 1e12 for t in targets])[inst]
-    per_node = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[inst]
     return train_step(
         ModelCosts.of(model),
         m,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        global_batch=np.full(n, float(wl.batch_sequences)),
-        micro_batch=np.full(n, float(wl.micro_batch)),
-        seq_len=np.full(n, float(wl.seq_len)),
-        w_bytes=np.full(n, 2.0),
-        act_bytes=np.full(n, prec.act_bytes),
-        zero_stage=wl.zero_stage,
-        pads_heads=static,
-        chip_peak_flops=peak,
-        units_per_node=per_node,
-        full_recompute=full_recompute,
+        Layout(tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp),
+        TrainingRun(
+            global_batch=np.full(n, float(wl.batch_sequences)),
+            seq_len=np.full(n, float(wl.seq_len)),
+            zero_stage=wl.zero_stage,
+            peak_flops=peak,
+            full_recompute=full_recompute,
+        ),
+        widths(prec, n, weight_bytes=2.0),
     )
 
 
@@ -247,6 +243,7 @@ def _estimate(
         mfu=float(step.mfu[j]),
         train_days=train_days,
         memory_gib={"total": float(step.memory_per_unit[j] / GIB), "capacity": float(capacity[j] / GIB)},
+        time=(PhaseTime.of("training step", float(step.step_s[j]), step.split.parts_at(j)),),
         price=_price(target),
         usd_per_hour=usd_h,
         usd_per_run=per_run,
