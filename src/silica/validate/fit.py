@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from silica.catalog import load_catalog
 from silica.catalog.schema import Catalog
+from silica.errors import SilicaError
 from silica.perf.calibration import DEFAULT_PARAMS, PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams
 from silica.validate.benchmarks import METRICS, BenchmarkRow
 from silica.validate.predict import Prepared, prepare
@@ -25,6 +26,7 @@ from silica.validate.predict import Prepared, prepare
 __all__ = [
     "band_coverage",
     "band_table",
+    "best_published_mfu",
     "fit_calibration",
     "fit_prepared",
     "leave_one_source_out",
@@ -202,6 +204,51 @@ def band_coverage(
     }
 
 
+def best_published_mfu(
+    rows: Sequence[BenchmarkRow], catalog: Catalog
+) -> dict[str, dict[str, dict[str, object]]]:
+    """Per chip family and compute dtype, the highest model-FLOPs utilisation a training row measured.
+
+    MFU = model FLOP/s per chip (6N per token plus attention, the convention `estimate` reports)
+    over the chip's dense peak at the row's compute dtype. An estimate above it extrapolates beyond
+    every published measurement of its family, and says so.
+    """
+    from silica.models import load_model
+    from silica.perf.kernels import ModelCosts
+    from silica.perf.precision import precision
+
+    best: dict[str, dict[str, dict[str, object]]] = defaultdict(dict)
+    for row in rows:
+        if row.task != "training" or row.chip not in catalog.chips or row.seq_len is None:
+            continue
+        chip = catalog.chips[row.chip]
+        flops_dtype = precision("bf16", row.compute_dtype).flops_dtype  # type: ignore[arg-type]
+        peak = chip.peak_tflops(flops_dtype)
+        if not peak:
+            continue
+        if row.metric == "train_model_tflops_per_chip":
+            mfu = row.value / peak
+        elif row.metric == "train_tok_s_per_chip":
+            try:
+                c = ModelCosts.of(load_model(row.model))
+            except SilicaError:
+                continue
+            attention = 3.0 * float(
+                c.attention_flops(np.asarray(1.0), np.asarray(row.seq_len / 2.0), np.asarray(c.n_heads))
+            )
+            mfu = row.value * (6.0 * c.matmul_params + attention) / (peak * 1e12)
+        else:
+            continue
+        current = best[chip.family].get(flops_dtype)
+        if current is None or mfu > float(current["mfu"]):  # type: ignore[arg-type]
+            best[chip.family][flops_dtype] = {
+                "mfu": round(float(mfu), 4),
+                "row": f"{row.model} on {row.chips} x {row.chip}, {row.compute_dtype}",
+                "source": row.source,
+            }
+    return {family: dict(sorted(t.items())) for family, t in sorted(best.items())}
+
+
 def fit_calibration(
     rows: Sequence[BenchmarkRow],
     *,
@@ -237,5 +284,6 @@ def fit_calibration(
         **fitted.extra,
         "band": "p10-p90 of measured/predicted, each predicted by a fit without its source",
         "band_coverage": coverage,
+        "best_published_mfu": best_published_mfu(rows, catalog),
     }
     return replace(shipped, extra=extra)
