@@ -9,12 +9,13 @@ import pytest
 from silica.validate import predict_rows, read_benchmarks
 from silica.validate.benchmarks import bundled_files
 
-FILES = bundled_files()
+FILES = bundled_files() + bundled_files(holdout=True)
 PROVENANCE = ("source", "source_ref", "as_of", "engine")
 
 
-def test_there_are_bundled_files() -> None:
-    assert FILES, "src/silica/data/benchmarks/*.csv"
+def test_there_are_bundled_files_to_fit_and_to_hold_out() -> None:
+    assert bundled_files(), "src/silica/data/benchmarks/*.csv"
+    assert bundled_files(holdout=True), "src/silica/data/benchmarks/holdout/*.csv"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -67,12 +67,13 @@ def _int(raw: dict[str, str], key: str, where: str) -> int | None:
 
 # Measurements that ship with Silica, beyond ../shared/benchmarks/published.csv: one CSV per public
 # source, in the same schema plus `source_ref`, `as_of` and `engine` on every row (SOURCES.md there).
+# Files under holdout/ are never fitted on: they check the model independently.
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "benchmarks"
 
 
-def bundled_files() -> list[Path]:
-    """The bundled measurement files, in name order."""
-    return sorted(BUNDLED.glob("*.csv"))
+def bundled_files(holdout: bool = False) -> list[Path]:
+    """The bundled measurement files (the calibration's, or the held-out ones), in name order."""
+    return sorted((BUNDLED / "holdout" if holdout else BUNDLED).glob("*.csv"))
 
 
 def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
