@@ -329,6 +329,16 @@ _NOTES = """
   the per-layer and per-all-reduce latencies are fitted on large-batch throughput rows of older
   engines. A per-engine calibration (`--engine`, issue 9) is not built yet.
 
+## Side by side with peer estimators
+
+`benchmarks/peer_accuracy.py` predicts every row that aiconfigurator (NVIDIA's configurator, with
+measured kernel data, offline) and llm-analysis can express, and prints each tool's median and p90
+error on the rows all of them predict. It installs nothing: `pip install aiconfigurator
+llm-analysis` (any environment that also has Silica's dependencies; a separate virtual environment
+run with `PYTHONPATH=src` works), then `python benchmarks/peer_accuracy.py`. aiconfigurator covers
+fixed-batch decoder rows on its GPUs; llm-analysis only A100/H100 dense models whose MLP width is a
+multiple of the hidden size (it rejects Llama 3's), so few rows are common to all three.
+
 ## What carries over, and what does not
 
 Families without measurements (Trainium2 for most shapes, Trainium3, Volta, Inferentia1) take their
