@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from silica.catalog import is_reference_system, load_catalog
 from silica.errors import InfeasibleError, InputError
+from silica.perf.calibration import load_calibration
 from silica.plan import compare, estimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
@@ -203,3 +204,35 @@ def test_each_question_has_its_own_result_type_and_json() -> None:
         "assumptions",
     }
     assert shared <= set(d_inf) & set(d_train)
+
+
+def test_a_model_that_fits_one_instance_is_served_as_replicas_not_a_pipeline(chat_8b) -> None:
+    """Llama 3.1 8B fits every GPU or Neuron instance here: the unit deployed is one instance."""
+    feasible = [r for r in chat_8b.results if r.feasible]
+    assert feasible
+    for r in feasible:
+        assert (r.count, r.pp) == (1, 1), (r.instance, r.count, r.pp)
+
+
+def test_a_model_too_big_for_one_instance_still_pipelines_across_instances() -> None:
+    wl = InferenceWorkload(input_len=1024, output_len=256)
+    r = compare("llama-3.1-405b", wl, instances=["p4d.24xlarge"]).results[0]
+    assert r.feasible and r.count > 1 and r.pp == r.count
+
+
+def test_a_training_mfu_beyond_every_published_measurement_says_it_extrapolates() -> None:
+    wl = TrainingWorkload(seq_len=8192)
+    r = estimate("llama-3.1-8b", wl, Deployment("trn2.48xlarge"))
+    cal = load_calibration()
+    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["mfu"]
+    notes = [a for a in r.assumptions if a.startswith("extrapolates")]
+    assert (r.mfu is not None and r.mfu > best) == bool(notes), (r.mfu, best, notes)
+    assert notes and f"{best:.1%}" in notes[0]
+
+
+def test_a_training_mfu_within_the_published_range_carries_no_extrapolation_note() -> None:
+    cal = load_calibration()
+    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["mfu"]
+    assert cal.mfu_check("neuron-v2", "bf16", best * 0.9) is None
+    assert cal.mfu_check("neuron-v3", "bf16", best * 1.1) is not None  # inherited ceiling
+    assert "no published fp8" in (cal.mfu_check("neuron-v2", "fp8", 0.1) or "")

@@ -86,9 +86,33 @@ def test_out_writes_prediction_beside_measurement(tmp_path: Path) -> None:
     out = tmp_path / "pred.csv"
     write_predictions(r, out)
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("id,chip,model,metric,measured,predicted")
-    measured, predicted = lines[1].split(",")[4:6]
-    assert float(measured) == 7.0 and float(predicted) > 0
+    assert lines[0].startswith("id,chip,model,metric,measured,predicted,predicted_low,predicted_high")
+    measured, predicted, low, high = (float(v) for v in lines[1].split(",")[4:8])
+    assert measured == 7.0 and low < predicted < high
+
+
+def test_validate_predicts_a_row_as_estimate_does_for_that_layout(tmp_path: Path) -> None:
+    """One path: a row's prediction is `estimate` of the same workload on the same fixed layout."""
+    from silica.plan import estimate
+    from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
+
+    path = _write(
+        tmp_path,
+        HEADER
+        + "h100,8,p5.48xlarge,inference,llama-3.1-70b,fp8,fp8,4,512,128,,4,tpot_ms,7.0,x\n"
+        + "h100,8,p5.48xlarge,inference,llama-3.1-70b,fp8,fp8,4,512,128,,4,ttft_ms,7.0,x\n"
+        + "h100,16,,training,llama-3.1-8b,bf16,bf16,64,,,8192,2,train_tok_s_per_chip,7.0,x\n",
+    )
+    tpot, ttft, train = (p.predicted for p in validate(path).predictions)
+    wl = InferenceWorkload(
+        input_len=512, output_len=128, batch=4, weight_dtype="fp8", compute_dtype="fp8", batching="static"
+    )
+    est = estimate("llama-3.1-70b", wl, Deployment("p5.48xlarge", tp=4, pp=1))
+    assert tpot == pytest.approx(est.tpot_ms, rel=1e-9)
+    assert ttft == pytest.approx(est.ttft_ms, rel=1e-9)
+    twl = TrainingWorkload(seq_len=8192, global_batch=64)
+    t_est = estimate("llama-3.1-8b", twl, Deployment("dgx-h100", count=2, tp=2, pp=1))
+    assert train == pytest.approx(t_est.tokens_per_s_per_chip, rel=1e-9)
 
 
 @needs_published

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -54,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
         rows = [row for f in files for row in read_benchmarks(f)]
         command = "silica calibrate " + " ".join(str(f) for f in files) + f" --out {out}"
-        result = fit_calibration(rows, command=command)
+        result = _fit_with_progress(rows, command, fit_calibration)
         tmp = out.with_name(out.name + ".tmp")
         try:
             tmp.write_text(json.dumps(calibration_to_json(result), indent=2) + "\n")
@@ -64,9 +66,40 @@ def register(app: typer.Typer) -> None:
             raise DataFileError(
                 f"Cannot write {out}: {err.strerror}.", "choose a writable --out path."
             ) from err
+        coverage = result.extra.get("band_coverage", {})
         sys.stdout.write(
-            f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; wrote {out}\n"
+            f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; "
+            f"p10-p90 band covers {coverage.get('in_sample', float('nan')):.0%} of rows in sample, "
+            f"{coverage.get('out_of_sample', float('nan')):.0%} leave-one-source-out; wrote {out}\n"
         )
+
+
+def _fit_with_progress(rows: list[Any], command: str, fit: Callable[..., Any]) -> Any:
+    """Run the fit (a minute or more) with a progress bar on stderr: one step per fit."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    steps = 1 + len({r.source for r in rows})
+    with Progress(
+        TextColumn("fitting"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=steps)
+        started = [0]
+
+        def step(what: str) -> None:  # called as each fit starts: the one before it is done
+            label = "on all sources" if what == "all sources" else f"without {what[:60]}"
+            bar.update(task, completed=started[0], description=label)
+            started[0] += 1
+
+        result = fit(rows, command=command, progress=step)
+        bar.update(task, completed=steps)
+    return result
 
 
 def _print(report: object) -> None:

@@ -167,6 +167,29 @@ class Calibration:
             low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
         return min(low, 1.0), max(high, 1.0)
 
+    def mfu_check(self, family: str, dtype: str, mfu: float) -> str | None:
+        """A sentence when a training MFU goes beyond what was ever measured on this family.
+
+        The ceiling is the best MFU of any published training row of the family (or of the family
+        it inherits from) at this compute dtype (`best_published_mfu`, written by `calibrate`).
+        """
+        table: dict[str, Any] = self.extra.get("best_published_mfu", {})
+        seen = family
+        while seen not in table and seen in INHERITANCE:
+            seen = INHERITANCE[seen][0]
+        best = table.get(seen, {}).get(dtype)
+        if best is None:
+            return (
+                f"extrapolates: no published {dtype} training measurement of {family} (or the family it "
+                f"inherits from) bounds this MFU of {mfu:.1%}"
+            )
+        if mfu <= float(best["mfu"]):
+            return None
+        return (
+            f"extrapolates: MFU {mfu:.1%} is above the best published {dtype} training MFU of {seen} "
+            f"({float(best['mfu']):.1%}: {best['row']}; {best['source']})"
+        )
+
     def with_params(self, family: str, params: FamilyParams) -> Calibration:
         return replace(self, params={**self.params, family: params})
 

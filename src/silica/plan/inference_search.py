@@ -113,6 +113,14 @@ def search_inference(
         slo_ok &= perf.ttft_s * 1e3 <= wl.ttft_slo_ms
     if wl.tpot_slo_ms is not None:
         slo_ok &= perf.tpot_s * 1e3 <= wl.tpot_slo_ms
+    if count is None:
+        # Serving engines (vLLM, TensorRT-LLM, NxD Inference) run a model that fits one instance as
+        # replicas of that instance; pipelines across instances are for models (or SLOs) one
+        # instance cannot hold. A load is then met by more replicas of the one-instance unit.
+        single = slo_ok & (grid.count == 1)
+        fits_one = np.zeros(len(targets), dtype=bool)
+        np.logical_or.at(fits_one, grid.inst[single], True)
+        slo_ok &= (grid.count == 1) | ~fits_one[grid.inst]
     # Tokens per instance-hour, with a 5% handicap per doubling of instances: a smaller deployment is
     # simpler to run, so a bigger one must be clearly cheaper per token to be chosen.
     useful = in_tok_s if rank.encoder else tok_s

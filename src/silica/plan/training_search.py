@@ -255,5 +255,13 @@ def _estimate(
             if v is not None
         },
         calibration=target.calibration_note,
-        assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute),
+        assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute)
+        + _mfu_note(wl, target, float(step.mfu[j])),
     )
+
+
+def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float) -> tuple[str, ...]:
+    """Say so when the MFU is beyond every published measurement of the chip family."""
+    flops_dtype = precision("bf16", wl.compute_dtype).flops_dtype
+    note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu)
+    return (note,) if note else ()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from silica.errors import DataFileError
 
-__all__ = ["METRICS", "BenchmarkRow", "read_benchmarks"]
+__all__ = ["BUNDLED", "METRICS", "BenchmarkRow", "bundled_files", "read_benchmarks"]
 
 METRICS = (
     "ttft_ms",
@@ -48,6 +48,9 @@ class BenchmarkRow:
     pp: int | None
     metric: str
     value: float
+    ep: int | None = None
+    engine: str = ""  # serving or training stack as the source names it (trtllm, nemo, nxdi, ...)
+    as_of: str = ""
 
 
 def _int(raw: dict[str, str], key: str, where: str) -> int | None:
@@ -60,6 +63,17 @@ def _int(raw: dict[str, str], key: str, where: str) -> int | None:
         raise DataFileError(
             f"{where}: column {key!r} is not a number: {text!r}.", "fix or empty that cell."
         ) from None
+
+
+# Measurements that ship with Silica, beyond ../shared/benchmarks/published.csv: one CSV per public
+# source, in the same schema plus `source_ref`, `as_of` and `engine` on every row (SOURCES.md there).
+# Files under holdout/ are never fitted on: they check the model independently.
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "benchmarks"
+
+
+def bundled_files(holdout: bool = False) -> list[Path]:
+    """The bundled measurement files (the calibration's, or the held-out ones), in name order."""
+    return sorted((BUNDLED / "holdout" if holdout else BUNDLED).glob("*.csv"))
 
 
 def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
@@ -107,6 +121,9 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
                         pp=_int(raw, "pp", where),
                         metric=raw["metric"].strip(),
                         value=value,
+                        ep=_int(raw, "ep", where),
+                        engine=(raw.get("engine") or "").strip(),
+                        as_of=(raw.get("as_of") or "").strip(),
                     )
                 )
         except UnicodeDecodeError as err:

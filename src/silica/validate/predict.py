@@ -1,14 +1,22 @@
-"""Predict published measurements with the same functions `estimate` and `compare` use.
+"""Predict published measurements through the planner's own fixed-layout functions.
 
-Rows are prepared once (hardware, layout, shapes as arrays, grouped by model) so that the fit can
-re-evaluate them under many candidate calibrations quickly. Nothing here knows a measured value.
+Each row becomes what a user would ask `silica estimate` for: a model, a workload (prompt, output
+and context lengths, dtypes; for training the global and micro batch), a deployment (instance or
+chip domain and how many, tp, pp, batch), and it is evaluated by `plan.inference_search.
+evaluate_inference` / `plan.training_search.evaluate_training`, the functions `estimate` and
+`compare` call. Replicas are counted as the planner counts them. There is no second copy of the
+planner's defaults here (dense width of MoE models, replica floor, training dtypes and ZeRO stage):
+what differs between a row and an estimate is only what the row itself states.
+
+Rows are prepared once (targets, grids, workloads, grouped by model and workload) so that the fit
+can re-evaluate them under many candidate calibrations. Nothing here knows a measured value.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,20 +27,23 @@ from silica.errors import InputError, SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
-from silica.perf.inference import inference_perf
-from silica.perf.inputs import Layout, Requests, TrainingRun, Widths
-from silica.perf.kernels import ModelCosts, train_step
-from silica.perf.machine import Machine, machine_arrays, with_params
 from silica.perf.precision import precision
-from silica.plan.grid import BATCHES
+from silica.plan.grid import BATCHES, Grid
+from silica.plan.inference_search import evaluate_inference
+from silica.plan.targets import Target
+from silica.plan.training_search import evaluate_training
 from silica.validate.benchmarks import BenchmarkRow
+from silica.workload import InferenceWorkload, TrainingWorkload
 
-__all__ = ["Prediction", "Prepared", "predict_rows", "prepare"]
+__all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare"]
 
 Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 ENCODER_METRICS = {"encoder_seq_s", "encoder_latency_ms"}
 TRAINING_METRICS = {"train_tok_s_per_chip", "train_model_tflops_per_chip"}
+# A target's calibration object only supplies bands to a finished estimate; evaluation reads
+# `Target.params`, which the fit replaces per candidate.
+_NO_BANDS = Calibration(params={}, bands={}, fitted_rows={}, generated_by="validate", as_of="", source="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,8 @@ class Prediction:
     row: BenchmarkRow
     predicted: float | None
     skipped: str | None  # why the row could not be predicted
+    low: float | None = None  # p10-p90 band of the calibration, beside the prediction
+    high: float | None = None
 
     @property
     def ape(self) -> float | None:
@@ -48,33 +61,53 @@ class Prediction:
         return abs(self.predicted - self.row.value) / abs(self.row.value)
 
 
-@dataclass(frozen=True, slots=True)
-class _Group:
-    """Configurations of one model and one kind; `owner[j]` is the row index configuration j serves."""
+def deployment_for(row: BenchmarkRow, chip: Chip, catalog: Catalog) -> tuple[Instance, int]:
+    """The deployment the row ran on, as `estimate --on` would resolve it: (instance, count).
 
-    model: ModelSpec
-    kind: str
-    rows: tuple[int, ...]
-    owner: NDArray[np.intp]
-    families: tuple[str, ...]  # per configuration
-    machine: Machine
-    arrays: dict[str, Array]
+    A named instance type is used as named (a row on fewer chips than the instance holds is a part
+    of it). Otherwise the chip's reference domain (DGX node, NVL72 rack) as `--on CHIPxCOUNT`
+    resolves it; else the chip's largest instance type.
+    """
+    named = catalog.instances.get(row.instance)
+    if named is None:
+        try:
+            found = chip_system(catalog, chip.id, row.chips)
+        except InputError:  # not a whole number of domains: the row still ran on such domains
+            found = None
+        if found is not None:
+            return found
+        same = [i for i in catalog.instances.values() if i.chip == chip.id]
+        if not same:
+            if row.chips > 1:
+                raise InputError(
+                    f"no instance or system of {chip.id} in the catalog for {row.chips} chips.",
+                    "describe the system in a --systems file.",
+                )
+            # One chip needs no links: the chip alone (GH200 rows measure one superchip).
+            return _single_chip(chip), 1
+        named = max(same, key=lambda i: i.chips)
+    if row.chips < named.chips:
+        part = named.model_copy(update={"id": f"{named.id}[{row.chips}]", "chips": row.chips})
+        return part, 1
+    count = max(round(row.chips / named.chips), 1)
+    return named, count
 
 
-def _instance_for(row: BenchmarkRow, chip: Chip, catalog: Catalog) -> Instance | None:
-    """The named instance; else the chip's reference domain (DGX node, NVL72 rack); else its largest instance."""
-    if row.instance in catalog.instances:
-        return catalog.instances[row.instance]
-    try:
-        found = chip_system(catalog, chip.id, row.chips)
-    except InputError:  # not a whole number of domains: the row still ran on such domains
-        found = next(
-            ((i, 1) for i in catalog.instances.values() if i.chip == chip.id and i.kind == "system"), None
-        )
-    if found is not None:
-        return found[0]
-    same = [i for i in catalog.instances.values() if i.chip == chip.id and i.kind == "instance"]
-    return max(same, key=lambda i: i.chips) if same else None
+def _single_chip(chip: Chip) -> Instance:
+    return Instance(
+        id=f"{chip.id}x1",
+        chip=chip.id,
+        chips=1,
+        kind="system",
+        vcpus=None,
+        memory_gib=None,
+        network_gbps=None,
+        link_gb_per_s=None,
+        status="available",
+        source=chip.source,
+        as_of=chip.as_of,
+        notes="one chip on its own (no scale-up or scale-out links used)",
+    )
 
 
 def _kind(metric: str) -> str | None:
@@ -114,114 +147,164 @@ def _check(row: BenchmarkRow, catalog: Catalog) -> str | None:
         return "no sequence length or global batch given"
     try:
         load_model(row.model)
+        deployment_for(row, chip, catalog)
     except SilicaError as err:
-        return f"model: {err.problem}"
+        return f"{err.problem}"
     return None
 
 
-@dataclass
-class Prepared:
-    rows: list[BenchmarkRow]
-    skipped: dict[int, str]
-    groups: list[_Group]
+def _workload(row: BenchmarkRow, kind: str) -> InferenceWorkload | TrainingWorkload:
+    """The workload a user would give `estimate` for this row (static batch: how tables measure)."""
+    if kind == "training":
+        return TrainingWorkload(
+            seq_len=row.seq_len or 1,
+            global_batch=row.batch,
+            micro_batch=row.micro_batch or 1,
+            compute_dtype=row.compute_dtype,  # type: ignore[arg-type]  # checked in _check
+        )
+    input_len = row.input_len or row.seq_len or 1
+    output_len = 0 if kind == "encoder" else row.output_len or 0
+    seq_len = row.seq_len if row.seq_len and row.seq_len >= input_len + output_len else None
+    return InferenceWorkload(
+        input_len=input_len,
+        output_len=output_len,
+        weight_dtype=row.weight_dtype,  # type: ignore[arg-type]
+        compute_dtype=row.compute_dtype,  # type: ignore[arg-type]
+        seq_len=seq_len,
+        batching="static",
+    )
 
-    def predict(self, calibration: Calibration, only_families: set[str] | None = None) -> Array:
-        """Predicted value per row (nan where skipped or infeasible)."""
-        out = np.full(len(self.rows), np.nan)
-        for g in self.groups:
-            params: list[FamilyParams] = [calibration.for_family(f)[0] for f in g.families]
-            with np.errstate(all="ignore"):
-                out_g = _evaluate(g, with_params(g.machine, params))
-            for j, row_index in enumerate(g.rows):
-                out[row_index] = out_g[j]
-        return out
 
-    def predict_with(self, params_by_family: dict[str, FamilyParams], families: set[str]) -> Array:
-        """Like `predict`, for rows of `families` only, with explicit parameters (used by the fit)."""
-        out = np.full(len(self.rows), np.nan)
-        for g in self.groups:
-            if not families.intersection(g.families):
-                continue
-            # Rows of other families share the group; their values are not used, any parameters do.
-            params = [params_by_family.get(f, DEFAULT_PARAMS) for f in g.families]
-            with np.errstate(all="ignore"):
-                out_g = _evaluate(g, with_params(g.machine, params))
-            for j, row_index in enumerate(g.rows):
-                out[row_index] = out_g[j]
-        return out
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Configurations of one model, kind and workload; configuration j serves row `rows[owner[j]]`."""
+
+    model: ModelSpec
+    kind: str
+    workload: InferenceWorkload | TrainingWorkload
+    rows: tuple[int, ...]
+    metrics: tuple[str, ...]  # per row
+    owner: NDArray[np.intp]  # per configuration: position in `rows`
+    targets: tuple[Target, ...]
+    families: tuple[str, ...]  # per target
+    grid: Grid
+    pp: Array
 
 
 def prepare(rows: Sequence[BenchmarkRow], catalog: Catalog | None = None) -> Prepared:
     catalog = catalog or load_catalog()
     skipped: dict[int, str] = {}
-    buckets: dict[tuple[str, str], list[int]] = defaultdict(list)
+    buckets: dict[tuple[str, str, object], list[int]] = defaultdict(list)
+    workloads: dict[tuple[str, str, object], InferenceWorkload | TrainingWorkload] = {}
     for i, row in enumerate(rows):
         reason = _check(row, catalog)
         if reason:
             skipped[i] = reason
-        else:
-            buckets[(row.model, _kind(row.metric) or "")].append(i)
-    groups = [_build(load_model(model), kind, idx, rows, catalog) for (model, kind), idx in buckets.items()]
+            continue
+        kind = _kind(row.metric) or ""
+        try:
+            wl = _workload(row, kind)
+        except InputError as err:
+            skipped[i] = err.problem
+            continue
+        key = (row.model, kind, wl)
+        buckets[key].append(i)
+        workloads[key] = wl
+    groups = [
+        _build(load_model(model), kind, workloads[(model, kind, w)], idx, rows, catalog)
+        for (model, kind, w), idx in buckets.items()
+    ]
     return Prepared(rows=list(rows), skipped=skipped, groups=groups)
 
 
 def _build(
-    model: ModelSpec, kind: str, idx: list[int], rows: Sequence[BenchmarkRow], catalog: Catalog
+    model: ModelSpec,
+    kind: str,
+    wl: InferenceWorkload | TrainingWorkload,
+    idx: list[int],
+    rows: Sequence[BenchmarkRow],
+    catalog: Catalog,
 ) -> _Group:
-    configs: list[tuple[int, int]] = []  # (row index, batch)
-    for i in idx:
+    targets: dict[str, Target] = {}
+    inst, tp, count, batch, pp, owner = [], [], [], [], [], []
+    for k, i in enumerate(idx):
         row = rows[i]
+        chip = catalog.chips[row.chip]
+        instance, n = deployment_for(row, chip, catalog)
+        if instance.id not in targets:
+            targets[instance.id] = Target(
+                instance=instance,
+                chip=chip,
+                params=DEFAULT_PARAMS,
+                inherited_from=None,
+                price=None,
+                calibration=_NO_BANDS,
+            )
+        t = list(targets).index(instance.id)
+        # An encoder row is data-parallel: one model copy per NeuronCore, `batch` each.
+        row_tp = 1 if kind == "encoder" else row.tp or 1
         batches = list(BATCHES) if kind == "max" else [row.batch or 1]
-        configs.extend((i, b) for b in batches)
-    owner = np.asarray([i for i, _ in configs], dtype=np.intp)
-    hw: list[tuple[Chip, Instance | None, FamilyParams]] = []
-    dtypes: list[Dtype] = []
-    for i, _ in configs:
-        chip = catalog.chips[rows[i].chip]
-        hw.append((chip, _instance_for(rows[i], chip, catalog), DEFAULT_PARAMS))
-        dtypes.append(precision(rows[i].weight_dtype, rows[i].compute_dtype).flops_dtype)  # type: ignore[arg-type]
-    machine = machine_arrays(hw, dtypes)
-
-    def col(f: object) -> Array:
-        return np.asarray([f(rows[i], b) for i, b in configs], dtype=np.float64)  # type: ignore[operator]
-
-    precs = [precision(rows[i].weight_dtype, rows[i].compute_dtype) for i, _ in configs]  # type: ignore[arg-type]
-    units_per_chip = machine.units_per_chip
-    chips = col(lambda r, b: r.chips)
-    arrays = {
-        "batch": col(lambda r, b: b),
-        "tp": col(lambda r, b: r.tp or 1),
-        "pp": col(lambda r, b: r.pp or 1),
-        "chips": chips,
-        "units": chips * units_per_chip,
-        "input_len": col(lambda r, b: r.input_len or r.seq_len or 1),
-        "output_len": col(lambda r, b: r.output_len or 0),
-        "seq_len": col(lambda r, b: r.seq_len or (r.input_len or 0) + (r.output_len or 0)),
-        "micro_batch": col(lambda r, b: r.micro_batch or 1),
-        "w_bytes": np.asarray([p.weight_bytes for p in precs]),
-        "act_bytes": np.asarray([p.act_bytes for p in precs]),
-        "kv_bytes": np.asarray([p.kv_bytes for p in precs]),
-        "static": np.asarray(
-            [catalog.chips[rows[i].chip].vendor == "aws" for i, _ in configs], dtype=np.float64
-        ),
-        "peak": np.asarray(
-            [
-                (catalog.chips[rows[i].chip].peak_tflops(p.flops_dtype) or np.nan) * 1e12
-                for (i, _), p in zip(configs, precs, strict=True)
-            ]
-        ),
-        "metric": np.asarray([_METRIC_CODE[rows[i].metric] for i, _ in configs], dtype=np.float64),
-    }
-    families = tuple(h[0].family for h in hw)
+        for b in batches:
+            inst.append(t)
+            tp.append(row_tp)
+            count.append(n)
+            batch.append(b)
+            pp.append(row.pp or 1)
+            owner.append(k)
+    f64 = np.float64
+    grid = Grid(
+        inst=np.asarray(inst, dtype=np.int64),
+        tp=np.asarray(tp, dtype=f64),
+        count=np.asarray(count, dtype=f64),
+        batch=np.asarray(batch, dtype=f64),
+    )
+    tlist = tuple(targets.values())
     return _Group(
         model=model,
         kind=kind,
+        workload=wl,
         rows=tuple(idx),
-        owner=owner,
-        families=families,
-        machine=machine,
-        arrays=arrays,
+        metrics=tuple(rows[i].metric for i in idx),
+        owner=np.asarray(owner, dtype=np.intp),
+        targets=tlist,
+        families=tuple(t.chip.family for t in tlist),
+        grid=grid,
+        pp=np.asarray(pp, dtype=f64),
     )
+
+
+def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
+    """One predicted value per row of the group, under one parameter set per target."""
+    targets = [replace(t, params=p) for t, p in zip(g.targets, params, strict=True)]
+    grid = g.grid
+    units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
+    metric = np.asarray([_METRIC_CODE[g.metrics[k]] for k in g.owner])
+    if isinstance(g.workload, TrainingWorkload):
+        dp = np.round(units / (grid.tp * g.pp))
+        step = evaluate_training(g.model, g.workload, targets, grid.inst, grid.tp, g.pp, dp)
+        prec = precision("bf16", g.workload.compute_dtype)
+        peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) for t in targets])[grid.inst]
+        # The source's model TFLOP/s per chip is the MFU `estimate` reports times the chip's peak.
+        value = np.where(metric == 6, step.tokens_per_s_per_chip, step.mfu * peak)
+        value = np.where(dp >= 1, value, np.nan)
+        return _per_row(g, value, "first")
+    wl = g.workload
+    perf = evaluate_inference(g.model, wl, targets, grid, g.pp)
+    # Replicas as `search_inference` counts them; fewer than one means the layout does not exist.
+    replicas = np.floor(units / (grid.tp * g.pp))
+    replicas = np.where(replicas >= 1, replicas, np.nan)
+    if g.kind == "encoder":
+        value = np.where(metric == 4, replicas * grid.batch / perf.ttft_s, perf.ttft_s * 1e3)
+        return _per_row(g, value, "first")
+    if g.kind == "max":
+        value = np.where(perf.fits, replicas * perf.replica_output_tok_s, -np.inf)
+        return _per_row(g, value, "max")
+    value = np.where(
+        metric == 0,
+        perf.ttft_s * 1e3,
+        np.where(metric == 1, perf.tpot_s * 1e3, replicas * perf.replica_output_tok_s),
+    )
+    return _per_row(g, value, "first")
 
 
 _METRIC_CODE = {
@@ -236,66 +319,49 @@ _METRIC_CODE = {
 }
 
 
-def _evaluate(g: _Group, m: Machine) -> Array:
-    """One predicted value per row of the group."""
-    a = g.arrays
-    costs = ModelCosts.of(g.model)
-    if g.kind == "training":
-        dp = np.maximum(np.round(a["units"] / (a["tp"] * a["pp"])), 1.0)
-        step = train_step(
-            costs,
-            m,
-            Layout(tp=a["tp"], pp=a["pp"], batch=a["micro_batch"], static_shapes=a["static"] > 0, dp=dp),
-            TrainingRun(global_batch=a["batch"], seq_len=a["seq_len"], zero_stage=1, peak_flops=a["peak"]),
-            Widths(weight=np.full_like(a["tp"], 2.0), act=a["act_bytes"], kv=a["kv_bytes"]),
-        )
-        attention = 3.0 * costs.attention_flops(
-            np.asarray(1.0), a["seq_len"] / 2.0, np.asarray(costs.n_heads)
-        )
-        tflops = step.tokens_per_s_per_chip * (step.model_flops_per_token + attention) / 1e12
-        value = np.where(a["metric"] == 6, step.tokens_per_s_per_chip, tflops)
-        return _per_row(g, value, "first")
-    encoder = g.kind == "encoder"
-    tp = np.ones_like(a["tp"]) if encoder else a["tp"]
-    perf = inference_perf(
-        costs,
-        m,
-        Layout(tp=tp, pp=a["pp"], batch=a["batch"], static_shapes=a["static"] > 0),
-        Requests(input_len=a["input_len"], output_len=a["output_len"], seq_len=a["seq_len"]),
-        Widths(weight=a["w_bytes"], act=a["act_bytes"], kv=a["kv_bytes"]),
-        d_ff=float(g.model.d_ff or 4 * g.model.d_model),
-    )
-    replicas = np.maximum(np.floor(a["units"] / (tp * a["pp"])), 1.0)
-    if encoder:
-        value = np.where(a["metric"] == 4, replicas * a["batch"] / perf.ttft_s, perf.ttft_s * 1e3)
-        return _per_row(g, value, "first")
-    if g.kind == "max":
-        value = np.where(perf.fits, replicas * perf.replica_output_tok_s, -np.inf)
-        return _per_row(g, value, "max")
-    metric = a["metric"]
-    value = np.where(
-        metric == 0,
-        perf.ttft_s * 1e3,
-        np.where(metric == 1, perf.tpot_s * 1e3, replicas * perf.replica_output_tok_s),
-    )
-    return _per_row(g, value, "first")
-
-
 def _per_row(g: _Group, value: Array, how: str) -> Array:
     if how == "first":
         return value  # one configuration per row, in row order
-    n = len(g.rows)
-    local = np.searchsorted(np.asarray(g.rows), g.owner)
-    best = np.full(n, -np.inf)
-    np.maximum.at(best, local, value)
+    best = np.full(len(g.rows), -np.inf)
+    np.maximum.at(best, g.owner, value)
     return np.where(np.isfinite(best), best, np.nan)
+
+
+@dataclass
+class Prepared:
+    rows: list[BenchmarkRow]
+    skipped: dict[int, str]
+    groups: list[_Group]
+
+    def predict(self, calibration: Calibration) -> Array:
+        """Predicted value per row (nan where skipped or infeasible)."""
+        out = np.full(len(self.rows), np.nan)
+        for g in self.groups:
+            params = [calibration.for_family(f)[0] for f in g.families]
+            with np.errstate(all="ignore"):
+                out[list(g.rows)] = _evaluate(g, params)
+        return out
+
+    def predict_with(self, params_by_family: dict[str, FamilyParams], families: set[str]) -> Array:
+        """Like `predict`, for rows of `families` only, with explicit parameters (used by the fit)."""
+        out = np.full(len(self.rows), np.nan)
+        for g in self.groups:
+            if not families.intersection(g.families):
+                continue
+            # Targets of other families may share the group; their values are not used.
+            params = [params_by_family.get(f, DEFAULT_PARAMS) for f in g.families]
+            with np.errstate(all="ignore"):
+                out[list(g.rows)] = _evaluate(g, params)
+        return out
 
 
 def predict_rows(
     rows: Sequence[BenchmarkRow], calibration: Calibration | None = None, catalog: Catalog | None = None
 ) -> list[Prediction]:
+    catalog = catalog or load_catalog()
+    calibration = calibration or load_calibration()
     prepared = prepare(rows, catalog)
-    values = prepared.predict(calibration or load_calibration())
+    values = prepared.predict(calibration)
     out = []
     for i, row in enumerate(rows):
         if i in prepared.skipped:
@@ -303,5 +369,7 @@ def predict_rows(
         elif not np.isfinite(values[i]) or values[i] <= 0:
             out.append(Prediction(row, None, "no configuration fits in memory"))
         else:
-            out.append(Prediction(row, float(values[i]), None))
+            low, high = calibration.band(catalog.chips[row.chip].family, row.metric)
+            v = float(values[i])
+            out.append(Prediction(row, v, None, v * low, v * high))
     return out

@@ -94,7 +94,20 @@ def write_predictions(report: ValidationReport, out: str | Path) -> None:
     try:
         with tmp.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["id", "chip", "model", "metric", "measured", "predicted", "ape", "skipped"])
+            writer.writerow(
+                [
+                    "id",
+                    "chip",
+                    "model",
+                    "metric",
+                    "measured",
+                    "predicted",
+                    "predicted_low",
+                    "predicted_high",
+                    "ape",
+                    "skipped",
+                ]
+            )
             for p in report.predictions:
                 writer.writerow(
                     [
@@ -104,6 +117,8 @@ def write_predictions(report: ValidationReport, out: str | Path) -> None:
                         p.row.metric,
                         p.row.value,
                         "" if p.predicted is None else f"{p.predicted:.6g}",
+                        "" if p.low is None else f"{p.low:.6g}",
+                        "" if p.high is None else f"{p.high:.6g}",
                         "" if p.ape is None else f"{p.ape:.4f}",
                         p.skipped or "",
                     ]
