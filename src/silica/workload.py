@@ -124,7 +124,9 @@ class TrainingWorkload:
         _positive("The deadline", self.deadline_days, "--deadline-days")
         check_dtype(self.compute_dtype, "compute dtype")
         if self.zero_stage not in (0, 1, 2, 3):
-            raise InputError(f"ZeRO stage must be 0-3, got {self.zero_stage}.", "set zero_stage to 0, 1, 2 or 3.")
+            raise InputError(
+                f"ZeRO stage must be 0-3, got {self.zero_stage}.", "set zero_stage to 0, 1, 2 or 3."
+            )
 
     @property
     def batch_sequences(self) -> int:
