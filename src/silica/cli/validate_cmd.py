@@ -40,10 +40,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def calibrate(
-        files: list[Path] = typer.Argument(..., help="One or more measurement CSVs."),
-        out: Path = typer.Option(..., "--out", help="Where to write the fitted calibration (JSON)."),
+        files: list[Path] = typer.Argument(None, help="One or more measurement CSVs."),
+        out: Path = typer.Option(None, "--out", help="Where to write the fitted calibration (JSON)."),
+        from_pilot: Path | None = typer.Option(
+            None, "--from-pilot", help="A `silica pilot run` result: update your calibration overlay instead."
+        ),
     ) -> None:
         """Fit each chip family's few efficiency parameters to measurements (robust, on log error)."""
+        if from_pilot is not None:  # the user's overlay, not the shipped fit (silica.pilot.calibrate)
+            from silica.cli.pilot_cmd import calibrate_from_pilot
+
+            return calibrate_from_pilot(from_pilot, out)
+        if not files or out is None:
+            from silica.errors import InputError
+
+            raise InputError("calibrate needs measurement CSVs and --out.", "pass FILES --out PATH, or --from-pilot RESULT.")
         import json
         import sys
 

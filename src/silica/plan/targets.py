@@ -16,6 +16,7 @@ from silica.perf.calibration import (
     FamilyParams,
     load_calibration,
 )
+from silica.perf.overlay import with_user_overlay
 from silica.plan.grid import divisors
 from silica.workload import SECONDS_PER_MONTH, InferenceWorkload
 
@@ -49,6 +50,11 @@ class Target:
 
     @property
     def calibration_note(self) -> str:
+        overlay = self.calibration.extra.get("overlay", {}).get(self.chip.family)
+        return f"{self._shipped_note}; {overlay}" if overlay else self._shipped_note
+
+    @property
+    def _shipped_note(self) -> str:
         family = self.chip.family
         if self.inherited_from is None:
             return f"fitted on {family} measurements"
@@ -150,7 +156,7 @@ def resolve_targets(
     include_announced: bool = False,
 ) -> list[Target]:
     catalog = catalog or load_catalog()
-    calibration = calibration or load_calibration()
+    calibration = with_user_overlay(calibration or load_calibration())  # the user's pilots, if any
     if instance_ids is None:
         chosen = [
             i
