@@ -33,7 +33,10 @@ class Server:
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 if head.startswith(b"GET"):
                     payload = b'{"object":"list","data":[]}'
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload))
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                        % (len(payload), payload)
+                    )
                     await writer.drain()
                     continue
                 self.requests += 1
@@ -41,10 +44,15 @@ class Server:
                 n = int(body.get("max_tokens", 16))
                 if model.startswith("fail-after-") and self.requests > int(model.rsplit("-", 1)[1]):
                     msg = b'{"error":"overloaded"}'
-                    writer.write(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: %d\r\n\r\n%s" % (len(msg), msg))
+                    writer.write(
+                        b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: %d\r\n\r\n%s"
+                        % (len(msg), msg)
+                    )
                     await writer.drain()
                     continue
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                )
                 for i in range(n):
                     if model in ("stall", "cut") and i == n // 2:
                         if model == "cut":
@@ -88,6 +96,7 @@ def serving() -> Iterator[Server]:
     try:
         yield server
     finally:
+
         def finish() -> None:
             for task in asyncio.all_tasks(loop):  # connection handlers still stalled on purpose
                 if task is not main_task:

@@ -32,7 +32,9 @@ def _serving_available() -> bool:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     if not _serving_available():
         if os.environ.get("CI") == "true":
-            pytest.fail("transformers[serving] is missing: install silica[test] (pyproject) for the pilot test")
+            pytest.fail(
+                "transformers[serving] is missing: install silica[test] (pyproject) for the pilot test"
+            )
         pytest.skip("transformers[serving] is not installed")
     from tests.pilot.tiny_server import build_tiny_model, start_server, stop_server
 
@@ -47,7 +49,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 
 def _tpot(model: str, instance: str, batch: int) -> tuple[float, str]:
-    e = estimate(model, InferenceWorkload(input_len=24, output_len=12, batch=batch), Deployment(instance=instance))
+    e = estimate(
+        model, InferenceWorkload(input_len=24, output_len=12, batch=batch), Deployment(instance=instance)
+    )
     assert e.tpot_ms is not None
     return e.tpot_ms, e.calibration
 
@@ -56,12 +60,36 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
     url, model = server
     kit, result = tmp_path / "kit", tmp_path / "result.json"
     code, _, err = run(
-        "pilot", "plan", str(model), "--on", "g6e.xlarge", "--out", str(kit), "--input-len", "24",
-        "--output-len", "12", "--concurrency", "1,2,4", "--requests", "6", "--tpot-slo-ms", "5000",
+        "pilot",
+        "plan",
+        str(model),
+        "--on",
+        "g6e.xlarge",
+        "--out",
+        str(kit),
+        "--input-len",
+        "24",
+        "--output-len",
+        "12",
+        "--concurrency",
+        "1,2,4",
+        "--requests",
+        "6",
+        "--tpot-slo-ms",
+        "5000",
     )
     assert code == 0, err
     code, out, err = run(
-        "pilot", "run", "--endpoint", url, "--model", str(model), "--plan", str(kit), "--out", str(result),
+        "pilot",
+        "run",
+        "--endpoint",
+        url,
+        "--model",
+        str(model),
+        "--plan",
+        str(kit),
+        "--out",
+        str(result),
         "--no-ignore-eos",
     )
     assert code == 0, err
@@ -129,9 +157,21 @@ def test_server_gone_mid_plan_keeps_nothing_silently(server: tuple[str, Path], t
     """A wrong model name is a 4xx from the real server: one line, exit 2, and the failure recorded."""
     url, _ = server
     out = tmp_path / "r.json"
-    code, _, err = run(
-        "pilot", "run", "--endpoint", url, "--model", "no-such-model", "--concurrency", "1", "--requests", "1",
-        "--out", str(out), "--no-ignore-eos", "--no-store",
+    code, _, _err = run(
+        "pilot",
+        "run",
+        "--endpoint",
+        url,
+        "--model",
+        "no-such-model",
+        "--concurrency",
+        "1",
+        "--requests",
+        "1",
+        "--out",
+        str(out),
+        "--no-ignore-eos",
+        "--no-store",
     )
     res = json.loads(out.read_text())
     assert res["steps"] == [] and res["stopped"].startswith("step at concurrency 1 failed: HTTP")

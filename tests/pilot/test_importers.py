@@ -16,7 +16,9 @@ from silica.validate.benchmarks import read_benchmarks
 def test_guidellm_report_generated_by_guidellm() -> None:
     raw = json.loads((DATA / "guidellm_benchmarks.json").read_text())
     metrics = raw["benchmarks"][0]["metrics"]
-    found = import_report(DATA / "guidellm_benchmarks.json", instance="g6e.xlarge", engine="transformers-serve")
+    found = import_report(
+        DATA / "guidellm_benchmarks.json", instance="g6e.xlarge", engine="transformers-serve"
+    )
     assert found.format == "guidellm"
     by = {r["metric"]: r for r in found.rows}
     assert by["ttft_ms"]["value"] == metrics["time_to_first_token_ms"]["successful"]["median"]
@@ -35,7 +37,9 @@ def test_vllm_bench_serve_result() -> None:
     assert by["ttft_ms"]["value"] == pytest.approx(98.94429985433817)
     assert by["tpot_ms"]["value"] == pytest.approx(34.45028747967261)
     assert by["output_tok_s"]["value"] == pytest.approx(124.58542994370372)
-    assert by["tpot_ms"]["input_len"] == round(39800 / 199) and by["tpot_ms"]["output_len"] == round(25472 / 199)
+    assert by["tpot_ms"]["input_len"] == round(39800 / 199) and by["tpot_ms"]["output_len"] == round(
+        25472 / 199
+    )
     assert by["tpot_ms"]["model"] == "./Qwen2.5-VL-3B-Instruct"
 
 
@@ -43,17 +47,37 @@ def test_nxdi_report_needs_its_shapes_and_reads_them(tmp_path: Path) -> None:
     code, _, err = run("pilot", "import", str(DATA / "nxdi_benchmark_report.json"))
     assert code == 2 and "--batch" in err and err.count("\n") == 1
     out = tmp_path / "rows.csv"
-    code, stdout, err = run(
-        "pilot", "import", str(DATA / "nxdi_benchmark_report.json"), "--instance", "trn2.48xlarge",
-        "--model", "llama-2-7b", "--batch", "2", "--input-len", "32", "--output-len", "32", "--tp", "96",
-        "--engine-version", "sdk-2.28", "--out", str(out),
+    code, _stdout, err = run(
+        "pilot",
+        "import",
+        str(DATA / "nxdi_benchmark_report.json"),
+        "--instance",
+        "trn2.48xlarge",
+        "--model",
+        "llama-2-7b",
+        "--batch",
+        "2",
+        "--input-len",
+        "32",
+        "--output-len",
+        "32",
+        "--tp",
+        "96",
+        "--engine-version",
+        "sdk-2.28",
+        "--out",
+        str(out),
     )
     assert code == 0, err
     with out.open() as f:
         rows = list(csv.DictReader(f))
     assert [r["metric"] for r in rows] == ["ttft_ms", "tpot_ms"]
     assert [float(r["value"]) for r in rows] == [132.42, 7.84]
-    assert rows[0]["chip"] == "trainium2" and rows[0]["engine"] == "nxdi" and rows[0]["engine_version"] == "sdk-2.28"
+    assert (
+        rows[0]["chip"] == "trainium2"
+        and rows[0]["engine"] == "nxdi"
+        and rows[0]["engine_version"] == "sdk-2.28"
+    )
     assert list(rows[0]) == list(COLUMNS)
     # The rows are in the benchmarks schema: Silica's own reader takes them.
     assert len(read_benchmarks(out)) == 2

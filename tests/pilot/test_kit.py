@@ -36,10 +36,26 @@ def test_kit_carries_the_estimated_layout(
     tmp_path: Path, instance: str, engine: str | None, tp_flag: str, batch_flag: str, len_flag: str
 ) -> None:
     out = tmp_path / "kit"
-    args = ["pilot", "plan", "llama-3.1-8b", "--on", instance, "--out", str(out), "--hf-model", "meta-llama/Llama-3.1-8B-Instruct"]
-    code, stdout, stderr = run(*args, *(["--engine", engine] if engine else []))
+    args = [
+        "pilot",
+        "plan",
+        "llama-3.1-8b",
+        "--on",
+        instance,
+        "--out",
+        str(out),
+        "--hf-model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+    ]
+    code, _stdout, stderr = run(*args, *(["--engine", engine] if engine else []))
     assert code == 0, stderr
-    assert {p.name for p in out.iterdir()} == {"sky.yaml", "launch.sh", "k8s.yaml", "load_plan.json", "prediction.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "sky.yaml",
+        "launch.sh",
+        "k8s.yaml",
+        "load_plan.json",
+        "prediction.json",
+    }
     plan = json.loads((out / "load_plan.json").read_text())
     dep = plan["deployed"]
     neuron = instance.startswith("inf")
@@ -60,7 +76,9 @@ def test_kit_carries_the_estimated_layout(
     container = docs[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == server
     chips = get_instance(load_catalog(), instance).chips
-    assert container["resources"]["limits"] == {("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu"): chips}
+    assert container["resources"]["limits"] == {
+        ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu"): chips
+    }
     # Every step has a prediction with its band.
     pred = json.loads((out / "prediction.json").read_text())
     assert [s["concurrency"] for s in pred["steps"]] == plan["concurrency"]
@@ -89,7 +107,9 @@ def _skypilot_parses(tmp_path: Path, task: Path, instance: str) -> None:
         "print(r.instance_type, t.run.split()[0])\n"
     )
     env = {**os.environ, "HOME": str(home)}
-    done = subprocess.run([sys.executable, "-c", code, str(task)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(task)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == [instance, "docker"]
 
@@ -103,9 +123,21 @@ def test_every_engine_names_its_documentation() -> None:
 
 
 def test_wrong_engine_for_the_chip_is_one_line(tmp_path: Path) -> None:
-    code, _, err = run("pilot", "plan", "llama-3.1-8b", "--on", "inf2.xlarge", "--engine", "trtllm", "--out", str(tmp_path / "k"))
+    code, _, err = run(
+        "pilot",
+        "plan",
+        "llama-3.1-8b",
+        "--on",
+        "inf2.xlarge",
+        "--engine",
+        "trtllm",
+        "--out",
+        str(tmp_path / "k"),
+    )
     assert code == 2
     assert err.count("\n") == 1 and "does not run on inf2.xlarge" in err and "To fix" in err
-    code, _, err = run("pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--engine", "vlm", "--out", str(tmp_path / "k"))
+    code, _, err = run(
+        "pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--engine", "vlm", "--out", str(tmp_path / "k")
+    )
     assert code == 2 and "Unknown engine 'vlm'" in err
     assert not (tmp_path / "k").exists()

@@ -16,7 +16,9 @@ def test_dead_endpoint_is_one_line(tmp_path: Path) -> None:
     from tests.pilot.tiny_server import free_port
 
     out = tmp_path / "r.json"
-    code, _, err = run("pilot", "run", "--endpoint", f"http://127.0.0.1:{free_port()}", "--model", "m", "--out", str(out))
+    code, _, err = run(
+        "pilot", "run", "--endpoint", f"http://127.0.0.1:{free_port()}", "--model", "m", "--out", str(out)
+    )
     assert code == 2 and err.count("\n") == 1 and "Nothing answers" in err and "To fix" in err
     assert not out.exists()
     code, _, err = run("pilot", "run", "--endpoint", "localhost:8000", "--model", "m")
@@ -27,8 +29,18 @@ def test_500_mid_run_keeps_the_finished_steps(tmp_path: Path) -> None:
     with serving() as srv:
         out = tmp_path / "r.json"
         code, _, err = run(
-            "pilot", "run", "--endpoint", f"http://127.0.0.1:{srv.port}", "--model", "fail-after-6",
-            "--concurrency", "1,2,4", "--requests", "3", "--out", str(out),
+            "pilot",
+            "run",
+            "--endpoint",
+            f"http://127.0.0.1:{srv.port}",
+            "--model",
+            "fail-after-6",
+            "--concurrency",
+            "1,2,4",
+            "--requests",
+            "3",
+            "--out",
+            str(out),
         )
     assert code == 0, err  # something was measured: the file is the answer, with the failure in it
     res = json.loads(out.read_text())
@@ -52,7 +64,9 @@ def test_step_figures_by_hand() -> None:
     """Percentiles, TPOT, throughput and goodput from request timings written out by hand."""
     from silica.pilot.client import RequestRecord
 
-    plan = LoadPlan(input_len=4, output_len=3, concurrency=(2,), requests_per_step=2, ttft_slo_ms=150, tpot_slo_ms=60)
+    plan = LoadPlan(
+        input_len=4, output_len=3, concurrency=(2,), requests_per_step=2, ttft_slo_ms=150, tpot_slo_ms=60
+    )
     a = RequestRecord(start=0.0, events=[0.1, 0.15, 0.2], end=0.2, output_tokens=3)  # ttft 100, tpot 50
     b = RequestRecord(start=0.0, events=[0.3, 0.4, 0.5], end=0.5, output_tokens=3)  # ttft 300, tpot 100
     s = summarise_step(plan, 2, [a, b], duration_s=0.5)

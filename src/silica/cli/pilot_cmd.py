@@ -27,7 +27,9 @@ def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise InputError(f"{flag} {text!r} is not a comma-separated list of integers.", f"pass e.g. {flag} 1,4,16.") from None
+        raise InputError(
+            f"{flag} {text!r} is not a comma-separated list of integers.", f"pass e.g. {flag} 1,4,16."
+        ) from None
     if not values:
         raise InputError(f"{flag} is empty.", f"pass e.g. {flag} 1,4,16.")
     return values
@@ -53,18 +55,26 @@ def _store(kind: str, name: str, payload: dict[str, Any]) -> None:
 @pilot_app.command("plan")
 @handle_errors
 def plan_cmd(
-    model: str = typer.Argument(..., help="Model id (silica models) or a path to a config.json / model folder."),
+    model: str = typer.Argument(
+        ..., help="Model id (silica models) or a path to a config.json / model folder."
+    ),
     on: str = typer.Option(..., "--on", help="Instance type, e.g. inf2.xlarge or g6e.xlarge."),
     out: Path = typer.Option(..., "--out", help="Folder to write the kit into."),
-    engine: str | None = typer.Option(None, "--engine", help="vllm, sglang, trtllm (NVIDIA); vllm-neuron, nxdi (Neuron)."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="vllm, sglang, trtllm (NVIDIA); vllm-neuron, nxdi (Neuron)."
+    ),
     input_len: int = typer.Option(512, "--input-len", help="Prompt tokens per request."),
     output_len: int = typer.Option(128, "--output-len", help="Generated tokens per request."),
     dtype: str = typer.Option("bf16", "--dtype", help="Weight and compute dtype."),
     ttft_slo_ms: float | None = typer.Option(None, "--ttft-slo-ms", help="TTFT SLO for goodput."),
     tpot_slo_ms: float | None = typer.Option(None, "--tpot-slo-ms", help="TPOT SLO for goodput."),
-    concurrency: str | None = typer.Option(None, "--concurrency", help="Load steps, e.g. 1,8,32 (default: around the predicted capacity)."),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="Load steps, e.g. 1,8,32 (default: around the predicted capacity)."
+    ),
     requests: int = typer.Option(64, "--requests", min=1, help="Requests per load step."),
-    hf_model: str | None = typer.Option(None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."),
+    hf_model: str | None = typer.Option(
+        None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Write a SkyPilot task, a shell script, a Kubernetes manifest, the load plan and the prediction."""
@@ -100,15 +110,25 @@ def plan_cmd(
 @pilot_app.command("run")
 @handle_errors
 def run_cmd(
-    endpoint: str = typer.Option(..., "--endpoint", help="Base URL of an OpenAI-compatible server, e.g. http://HOST:8000."),
+    endpoint: str = typer.Option(
+        ..., "--endpoint", help="Base URL of an OpenAI-compatible server, e.g. http://HOST:8000."
+    ),
     model: str = typer.Option(..., "--model", help="Model name the server serves (as in /v1/models)."),
-    plan: Path | None = typer.Option(None, "--plan", help="Kit folder from `silica pilot plan` (default: a small generic plan)."),
-    out: Path = typer.Option(Path("pilot-result.json"), "--out", help="Result JSON (a CSV is written beside it)."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Kit folder from `silica pilot plan` (default: a small generic plan)."
+    ),
+    out: Path = typer.Option(
+        Path("pilot-result.json"), "--out", help="Result JSON (a CSV is written beside it)."
+    ),
     concurrency: str | None = typer.Option(None, "--concurrency", help="Override the plan's load steps."),
     requests: int | None = typer.Option(None, "--requests", min=1, help="Override requests per step."),
     api: str | None = typer.Option(None, "--api", help="completions (default) or chat."),
-    no_ignore_eos: bool = typer.Option(False, "--no-ignore-eos", help="Do not send ignore_eos (servers that refuse it)."),
-    read_timeout_s: float = typer.Option(60.0, "--read-timeout", help="Seconds without a byte before a stream counts as stopped."),
+    no_ignore_eos: bool = typer.Option(
+        False, "--no-ignore-eos", help="Do not send ignore_eos (servers that refuse it)."
+    ),
+    read_timeout_s: float = typer.Option(
+        60.0, "--read-timeout", help="Seconds without a byte before a stream counts as stopped."
+    ),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -132,8 +152,12 @@ def run_cmd(
     )
     load.__post_init__()
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=_stderr(), transient=False,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_stderr(),
+        transient=False,
     ) as bar:
         tasks = [bar.add_task(f"concurrency {c}", total=load.requests_per_step) for c in load.concurrency]
 
@@ -164,34 +188,61 @@ def _stderr() -> Any:
 @pilot_app.command("import")
 @handle_errors
 def import_cmd(
-    file: Path = typer.Argument(..., help="guidellm report, `vllm bench serve` JSON, genai-perf export or NxD Inference benchmark report."),
-    instance: str | None = typer.Option(None, "--instance", help="EC2 instance the run used (when the file does not say)."),
+    file: Path = typer.Argument(
+        ...,
+        help="guidellm report, `vllm bench serve` JSON, genai-perf export or NxD Inference benchmark report.",
+    ),
+    instance: str | None = typer.Option(
+        None, "--instance", help="EC2 instance the run used (when the file does not say)."
+    ),
     chip: str | None = typer.Option(None, "--chip", help="Chip id (when the file does not say), e.g. l40s."),
     engine: str | None = typer.Option(None, "--engine", help="Serving engine (when the file does not say)."),
-    engine_version: str | None = typer.Option(None, "--engine-version", help="Engine version (when the file does not say)."),
+    engine_version: str | None = typer.Option(
+        None, "--engine-version", help="Engine version (when the file does not say)."
+    ),
     model: str | None = typer.Option(None, "--model", help="Model id (when the file does not say)."),
-    batch: int | None = typer.Option(None, "--batch", help="Concurrent sequences (when the file does not say)."),
-    input_len: int | None = typer.Option(None, "--input-len", help="Prompt tokens (when the file does not say)."),
-    output_len: int | None = typer.Option(None, "--output-len", help="Generated tokens (when the file does not say)."),
+    batch: int | None = typer.Option(
+        None, "--batch", help="Concurrent sequences (when the file does not say)."
+    ),
+    input_len: int | None = typer.Option(
+        None, "--input-len", help="Prompt tokens (when the file does not say)."
+    ),
+    output_len: int | None = typer.Option(
+        None, "--output-len", help="Generated tokens (when the file does not say)."
+    ),
     tp: int | None = typer.Option(None, "--tp", help="Tensor parallel degree (when the file does not say)."),
-    out: Path | None = typer.Option(None, "--out", help="Write the rows as a benchmarks CSV (shared/benchmarks schema)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the rows as a benchmarks CSV (shared/benchmarks schema)."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Read a load-test report into rows of the benchmarks schema, engine, version and hardware filled in."""
     from silica.pilot.importers import import_report, rows_to_csv
 
     found = import_report(
-        file, instance=instance, chip=chip, engine=engine, engine_version=engine_version, model=model,
-        batch=batch, input_len=input_len, output_len=output_len, tp=tp,
+        file,
+        instance=instance,
+        chip=chip,
+        engine=engine,
+        engine_version=engine_version,
+        model=model,
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        tp=tp,
     )
     if out is not None:
         _write(out, rows_to_csv(found.rows))
     if as_json:
         print_json(found)
         return
-    typer.echo(f"{file}: {found.format} report, {len(found.rows)} rows ({found.engine} {found.engine_version or ''})".rstrip())
+    typer.echo(
+        f"{file}: {found.format} report, {len(found.rows)} rows ({found.engine} {found.engine_version or ''})".rstrip()
+    )
     for r in found.rows[:40]:
-        typer.echo(f"  run {r['run']}: {r['metric']} = {r['value']:.4g} (batch {r['batch']}, {r['chip'] or '?'})")
+        typer.echo(
+            f"  run {r['run']}: {r['metric']} = {r['value']:.4g} (batch {r['batch']}, {r['chip'] or '?'})"
+        )
     if out is not None:
         typer.echo(f"wrote {out}")
 
@@ -200,8 +251,12 @@ def import_cmd(
 @handle_errors
 def compare_cmd(
     results: Path = typer.Argument(..., help="Result JSON from `silica pilot run`."),
-    plan: Path | None = typer.Option(None, "--plan", help="Kit folder: compare with its prediction.json (default: estimate now)."),
-    html: Path | None = typer.Option(None, "--html", help="Write the HTML report with latency-vs-load curves here."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Kit folder: compare with its prediction.json (default: estimate now)."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write the HTML report with latency-vs-load curves here."
+    ),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -227,7 +282,9 @@ def compare_cmd(
     for k in cmp.checks:
         band = f"[{k.low:.4g}, {k.high:.4g}]" if k.low is not None and k.high is not None else "[-]"
         pred = f"{k.predicted:.4g}" if k.predicted is not None else "-"
-        typer.echo(f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}")
+        typer.echo(
+            f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
+        )
     if html is not None:
         typer.echo(f"wrote {html}")
 
@@ -239,7 +296,10 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
 
     entry = fit_from_pilot(read_json(results, "pilot result"), str(results))
     path = write_overlay(entry, out)
-    moved = ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items()) or "nothing moved"
+    moved = (
+        ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items())
+        or "nothing moved"
+    )
     bound = f" (at its bound: {', '.join(entry['at_bound'])})" if entry["at_bound"] else ""
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
     if out is not None:

@@ -26,6 +26,7 @@ from silica.workload import Deployment, InferenceWorkload
 __all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
 
 _GRID = [10 ** (i / 10) for i in range(-15, 16)]  # factors 0.03 .. 31.6, ten a decade
+_WIDE = [10 ** (i / 10) for i in range(-20, 31)]  # 0.01 .. 1000: a fixed time can be far off
 
 OverlayEntry = dict[str, Any]
 
@@ -66,7 +67,9 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     try:
         plan = LoadPlan.from_dict(result["plan"], source)
     except (KeyError, TypeError) as err:
-        raise DataFileError(f"{source} is not a `silica pilot run` result.", "pass the JSON it wrote.") from err
+        raise DataFileError(
+            f"{source} is not a `silica pilot run` result.", "pass the JSON it wrote."
+        ) from err
     dep = plan.deployed
     if dep is None:
         raise InputError(
@@ -88,9 +91,14 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
 
     best = start
     if tpot:  # slower decode: less of the HBM bandwidth reached, more fixed time per layer
-        best = min((moved(best, memory_eff=1 / f, layer_overhead_us=f) for f in _GRID), key=lambda p: loss(p, 1, tpot))
+        best = min(
+            (moved(best, memory_eff=1 / f, layer_overhead_us=f) for f in _GRID),
+            key=lambda p: loss(p, 1, tpot),
+        )
+        # then the fixed time alone, for what the bandwidth bound could not take
+        best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
     if ttft:  # slower prefill: less of the peak compute reached
-        best = min((moved(best, compute_eff_max=1 / f) for f in _GRID), key=lambda p: loss(p, 0, ttft))
+        best = min((moved(best, compute_eff_max=1 / f) for f in _WIDE), key=lambda p: loss(p, 0, ttft))
     changed = {
         k: round(getattr(best, k), 6)
         for k in ("memory_eff", "layer_overhead_us", "compute_eff_max")
@@ -98,9 +106,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     }
     at_bound = sorted(k for k, v in changed.items() if v in PARAM_BOUNDS[k])
     when = datetime.now(UTC).date().isoformat()
-    label = (
-        f"user calibration overlay ({dep.engine}, from a pilot of {dep.model} on {dep.instance}, {when})"
-    )
+    label = f"user calibration overlay ({dep.engine}, from a pilot of {dep.model} on {dep.instance}, {when})"
     return {
         "family": dep.family,
         "engine": dep.engine,
@@ -117,7 +123,9 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
 def write_overlay(entry: OverlayEntry, path: Path | None = None) -> Path:
     """Replace any entry for the same (family, engine) in the overlay file; keep the others."""
     target = path or overlay_path()
-    entries = [e for e in read_overlay(target) if (e["family"], e["engine"]) != (entry["family"], entry["engine"])]
+    entries = [
+        e for e in read_overlay(target) if (e["family"], e["engine"]) != (entry["family"], entry["engine"])
+    ]
     body = {"schema": OVERLAY_SCHEMA, "entries": [*entries, entry]}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ guidellm reports are read by `silica pilot import` instead.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -59,10 +60,12 @@ class RequestRecord:
 
     def itl_s(self) -> list[float]:
         ev = self.events
-        return [b - a for a, b in zip(ev, ev[1:], strict=False)]
+        return [b - a for a, b in itertools.pairwise(ev)]
 
 
-def payload_for(api: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool = True) -> dict[str, Any]:
+def payload_for(
+    api: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool = True
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,

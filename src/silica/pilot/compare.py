@@ -76,13 +76,17 @@ def _how_much(ratio: float) -> str:
     return f"{1 / ratio:.2f}x below the predicted throughput"
 
 
-def compare_pilot(result: dict[str, Any], prediction: dict[str, Any] | None = None, where: str = "result") -> PilotComparison:
+def compare_pilot(
+    result: dict[str, Any], prediction: dict[str, Any] | None = None, where: str = "result"
+) -> PilotComparison:
     """Measured (p50 latencies, throughput) against predicted, step by step, with the overall verdict."""
     try:
         plan = LoadPlan.from_dict(result["plan"], where)
         steps = list(result["steps"])
     except (KeyError, TypeError) as err:
-        raise DataFileError(f"{where} is not a pilot result.", "pass the JSON `silica pilot run` wrote.") from err
+        raise DataFileError(
+            f"{where} is not a pilot result.", "pass the JSON `silica pilot run` wrote."
+        ) from err
     dep = plan.deployed
     source = "prediction.json of the kit"
     if prediction is None:

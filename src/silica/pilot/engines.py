@@ -34,7 +34,9 @@ class Engine:
     as_of: str
     ami: str | None = None
 
-    def launch_args(self, model: str, *, tp: int, batch: int, max_len: int, dtype: str, port: int) -> list[str]:
+    def launch_args(
+        self, model: str, *, tp: int, batch: int, max_len: int, dtype: str, port: int
+    ) -> list[str]:
         """The server command line for this layout, one flag per choice the engine exposes."""
         args = self.command.format(model=model).split()
         values: dict[str, str] = {
@@ -60,7 +62,9 @@ def load_engines() -> dict[str, Engine]:
     for name, e in (raw.get("engines") or {}).items():
         unknown = set(e) - _FIELDS
         if unknown:
-            raise DataFileError(f"{where}: engine {name} has unknown fields {sorted(unknown)}.", "fix the file.")
+            raise DataFileError(
+                f"{where}: engine {name} has unknown fields {sorted(unknown)}.", "fix the file."
+            )
         try:
             out[name] = Engine(
                 name=name,

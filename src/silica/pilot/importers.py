@@ -93,11 +93,13 @@ def _chips(instance: str | None) -> int | None:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+    return (
+        float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+    )
 
 
 def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
-    version = (raw.get("metadata") or {}).get("guidellm_version")
+    (raw.get("metadata") or {}).get("guidellm_version")
     backend = ((raw.get("config") or {}).get("spec") or {}).get("backend") or {}
     rows: list[dict[str, Any]] = []
     for i, b in enumerate(raw["benchmarks"]):
@@ -130,15 +132,23 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
     done = int(raw.get("completed") or 0)
     shape = {
         "batch": raw.get("max_concurrency"),
-        "input_len": round(raw["total_input_tokens"] / done) if done and raw.get("total_input_tokens") else None,
-        "output_len": round(raw["total_output_tokens"] / done) if done and raw.get("total_output_tokens") else None,
+        "input_len": round(raw["total_input_tokens"] / done)
+        if done and raw.get("total_input_tokens")
+        else None,
+        "output_len": round(raw["total_output_tokens"] / done)
+        if done and raw.get("total_output_tokens")
+        else None,
         "model": ctx.model or raw.get("model_id"),
         "engine": ctx.engine or "vllm",
     }
     run = f"vllm-bench-{raw.get('date', '')}@{raw.get('max_concurrency') or raw.get('request_rate')}"
     rows = [
         _row(ctx, "vllm bench serve", run, metric, v, **shape)
-        for metric, key in (("ttft_ms", "median_ttft_ms"), ("tpot_ms", "median_tpot_ms"), ("output_tok_s", "output_throughput"))
+        for metric, key in (
+            ("ttft_ms", "median_ttft_ms"),
+            ("tpot_ms", "median_tpot_ms"),
+            ("output_tok_s", "output_throughput"),
+        )
         if (v := _num(raw.get(key))) is not None
     ]
     return Imported("vllm bench serve", shape["engine"], ctx.engine_version, tuple(rows))
@@ -146,7 +156,7 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
 
 def _genai_perf(raw: dict[str, Any], ctx: _Context) -> Imported:
     cfg = raw.get("input_config") or {}
-    stim = ((cfg.get("perf_analyzer") or {}).get("stimulus") or {})
+    stim = (cfg.get("perf_analyzer") or {}).get("stimulus") or {}
     batch = stim.get("concurrency") or cfg.get("concurrency")
     models = cfg.get("model") or cfg.get("model_names") or []
 
@@ -163,7 +173,11 @@ def _genai_perf(raw: dict[str, Any], ctx: _Context) -> Imported:
     run = f"genai-perf@{batch}"
     rows = [
         _row(ctx, "genai-perf", run, metric, v, **shape)
-        for metric, key in (("ttft_ms", "time_to_first_token"), ("tpot_ms", "inter_token_latency"), ("output_tok_s", "output_token_throughput"))
+        for metric, key in (
+            ("ttft_ms", "time_to_first_token"),
+            ("tpot_ms", "inter_token_latency"),
+            ("output_tok_s", "output_token_throughput"),
+        )
         if (v := stat(key)) is not None
     ]
     return Imported("genai-perf", ctx.engine, ctx.engine_version, tuple(rows))
@@ -225,9 +239,14 @@ def import_report(
                 "pass one of those tools' JSON reports.",
             )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise DataFileError(f"{path} looks like a known report but is malformed: {err!r}.", "pass the file the tool wrote.") from err
+        raise DataFileError(
+            f"{path} looks like a known report but is malformed: {err!r}.", "pass the file the tool wrote."
+        ) from err
     if not found.rows:
-        raise DataFileError(f"{path} ({found.format}) has no successful measurement to import.", "check that the run succeeded.")
+        raise DataFileError(
+            f"{path} ({found.format}) has no successful measurement to import.",
+            "check that the run succeeded.",
+        )
     rows = tuple({**r, "id": i + 1} for i, r in enumerate(found.rows))
     return Imported(found.format, found.engine, found.engine_version, rows)
 

@@ -56,7 +56,9 @@ def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[s
     """What the estimate expects at each concurrency step of the plan, with its band."""
     dep = plan.deployed
     if dep is None:
-        raise InputError("The load plan names no deployment to predict for.", "write it with `silica pilot plan`.")
+        raise InputError(
+            "The load plan names no deployment to predict for.", "write it with `silica pilot plan`."
+        )
     steps = []
     note = ""
     for c in plan.concurrency:
@@ -125,7 +127,10 @@ def make_kit(
         first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
     if not first.feasible or first.tp is None or first.batch is None:
         why = "; ".join(first.reasons) or "no feasible layout"
-        raise InputError(f"{model} cannot be served on {instance}: {why}.", "pick a larger instance (see `silica compare`).")
+        raise InputError(
+            f"{model} cannot be served on {instance}: {why}.",
+            "pick a larger instance (see `silica compare`).",
+        )
     steps = concurrency or _steps(first.batch)
     deployed = Deployed(
         model=model,  # as the user named it (an id or a config path), so it can be estimated again
@@ -158,7 +163,9 @@ def make_kit(
 
 
 def _server_args(eng: Engine, dep: Deployed, model: str) -> list[str]:
-    return eng.launch_args(model, tp=dep.tp, batch=dep.max_batch, max_len=dep.max_len, dtype=dep.dtype, port=PORT)
+    return eng.launch_args(
+        model, tp=dep.tp, batch=dep.max_batch, max_len=dep.max_len, dtype=dep.dtype, port=PORT
+    )
 
 
 def _docker(eng: Engine, dep: Deployed, model: str) -> str:
@@ -186,9 +193,13 @@ def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
         f"# SkyPilot task written by `silica pilot plan` for {dep.model} on {dep.instance} ({eng.label}).\n"
         f"# Launch: sky launch -c silica-pilot sky.yaml --env HF_TOKEN; then\n"
         f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} --model {model} --plan .\n"
-        + (f"# Neuron: SkyPilot picks its Neuron image for {dep.instance}; the server runs in the Neuron DLC.\n" if dep.vendor == "aws" else "")
+        + (
+            f"# Neuron: SkyPilot picks its Neuron image for {dep.instance}; the server runs in the Neuron DLC.\n"
+            if dep.vendor == "aws"
+            else ""
+        )
     )
-    return head + yaml.safe_dump(task, sort_keys=False)
+    return head + str(yaml.safe_dump(task, sort_keys=False))
 
 
 def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
@@ -213,7 +224,14 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
                             "command": _server_args(eng, dep, model),
                             "ports": [{"containerPort": PORT}],
                             "resources": {"limits": {resource: count}},
-                            "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}}],
+                            "env": [
+                                {
+                                    "name": "HF_TOKEN",
+                                    "valueFrom": {
+                                        "secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}
+                                    },
+                                }
+                            ],
                         }
                     ],
                 },
@@ -226,7 +244,7 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
         "metadata": {"name": name},
         "spec": {"selector": {"app": name}, "ports": [{"port": PORT, "targetPort": PORT}]},
     }
-    return yaml.safe_dump_all([deployment, service], sort_keys=False)
+    return str(yaml.safe_dump_all([deployment, service], sort_keys=False))
 
 
 def _devices(dep: Deployed) -> int:
@@ -235,7 +253,9 @@ def _devices(dep: Deployed) -> int:
     return int(get_instance(load_catalog(), dep.instance).chips)
 
 
-def _files(eng: Engine, dep: Deployed, model: str, plan: LoadPlan, prediction: dict[str, Any]) -> dict[str, str]:
+def _files(
+    eng: Engine, dep: Deployed, model: str, plan: LoadPlan, prediction: dict[str, Any]
+) -> dict[str, str]:
     script = (
         "#!/usr/bin/env bash\n"
         f"# Start {eng.label} for {dep.model} on this {dep.instance}, as `silica pilot plan` laid it out.\n"
@@ -262,5 +282,7 @@ def write_kit(kit: Kit, directory: Path) -> list[Path]:
                 path.chmod(0o755)
             written.append(path)
     except OSError as err:
-        raise InputError(f"Cannot write the kit to {directory}: {err.strerror}.", "choose a writable --out.") from err
+        raise InputError(
+            f"Cannot write the kit to {directory}: {err.strerror}.", "choose a writable --out."
+        ) from err
     return written

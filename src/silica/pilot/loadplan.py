@@ -93,7 +93,9 @@ class LoadPlan:
                 notes=tuple(raw.get("notes", ())),
             )
         except (KeyError, TypeError, ValueError) as err:
-            raise DataFileError(f"Load plan {where} is invalid: {err}.", "rewrite it with `silica pilot plan`.") from err
+            raise DataFileError(
+                f"Load plan {where} is invalid: {err}.", "rewrite it with `silica pilot plan`."
+            ) from err
 
 
 def default_plan(
@@ -111,9 +113,14 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     except OSError as err:
         raise DataFileError(f"Cannot read {what} {path}: {err.strerror}.", "check the path.") from err
     except json.JSONDecodeError as err:
-        raise DataFileError(f"{what.capitalize()} {path} is not JSON: {err.msg} (line {err.lineno}).", "pass the file Silica wrote.") from err
+        raise DataFileError(
+            f"{what.capitalize()} {path} is not JSON: {err.msg} (line {err.lineno}).",
+            "pass the file Silica wrote.",
+        ) from err
     if not isinstance(raw, dict):
-        raise DataFileError(f"{what.capitalize()} {path} is not a JSON object.", "pass the file Silica wrote.")
+        raise DataFileError(
+            f"{what.capitalize()} {path} is not a JSON object.", "pass the file Silica wrote."
+        )
     return raw
 
 
@@ -121,5 +128,7 @@ def read_plan(directory: Path) -> LoadPlan:
     """The load plan in a kit directory written by `silica pilot plan`."""
     path = directory / PLAN_FILE
     if not path.is_file():
-        raise InputError(f"{directory} has no {PLAN_FILE}.", "pass the --out directory of `silica pilot plan`.")
+        raise InputError(
+            f"{directory} has no {PLAN_FILE}.", "pass the --out directory of `silica pilot plan`."
+        )
     return LoadPlan.from_dict(read_json(path, "load plan"), str(path))

@@ -13,7 +13,7 @@ import io
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from silica.pilot.loadplan import LoadPlan
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "summarise_step"]
 
 SCHEMA = "silica.pilot.result/1"
-_WORDS = "the quick brown fox jumps over a lazy dog while silica measures every token".split()
+_WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "silica", "measures", "every", "token"]
 Progress = Callable[[int, int, int], None]  # (step index, requests done, requests in step)
 
 
@@ -105,7 +105,15 @@ class PilotResult:
 
     def to_csv(self) -> str:
         out = io.StringIO()
-        cols = ["concurrency", "requests", "completed", "failed", "duration_s", "output_tokens_per_s", "requests_per_s"]
+        cols = [
+            "concurrency",
+            "requests",
+            "completed",
+            "failed",
+            "duration_s",
+            "output_tokens_per_s",
+            "requests_per_s",
+        ]
         cols += ["goodput_requests_per_s", "slo_attainment"]
         dists = ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
         head = cols + [f"{d}_{q}" for d in dists for q in ("p50", "p90", "p99")]
@@ -118,7 +126,9 @@ class PilotResult:
         return out.getvalue()
 
 
-def summarise_step(plan: LoadPlan, concurrency: int, records: list[RequestRecord], duration_s: float) -> StepResult:
+def summarise_step(
+    plan: LoadPlan, concurrency: int, records: list[RequestRecord], duration_s: float
+) -> StepResult:
     ok = [r for r in records if r.ok]
     ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
     tpot = [r.tpot_s for r in ok if r.tpot_s is not None]
@@ -129,11 +139,13 @@ def summarise_step(plan: LoadPlan, concurrency: int, records: list[RequestRecord
     good: float | None = None
     attained: float | None = None
     if plan.ttft_slo_ms is not None or plan.tpot_slo_ms is not None:
+
         def meets(r: RequestRecord) -> bool:
             t, p = r.ttft_s, r.tpot_s
             return (plan.ttft_slo_ms is None or (t is not None and t * 1e3 <= plan.ttft_slo_ms)) and (
                 plan.tpot_slo_ms is None or (p is not None and p * 1e3 <= plan.tpot_slo_ms)
             )
+
         n_good = sum(1 for r in ok if meets(r))
         good = n_good / duration_s if duration_s > 0 else None
         attained = n_good / len(records) if records else None
@@ -176,7 +188,10 @@ def check_endpoint(endpoint: str, timeout_s: float = 5.0) -> None:
     if not endpoint.startswith(("http://", "https://")):
         raise InputError(f"Endpoint {endpoint!r} is not an http(s) URL.", "pass --endpoint http://HOST:PORT.")
     try:
-        httpx.get(endpoint.rstrip("/") + ("/models" if endpoint.rstrip("/").endswith("/v1") else "/v1/models"), timeout=timeout_s)
+        httpx.get(
+            endpoint.rstrip("/") + ("/models" if endpoint.rstrip("/").endswith("/v1") else "/v1/models"),
+            timeout=timeout_s,
+        )
     except httpx.HTTPError as err:
         raise InputError(
             f"Nothing answers at {endpoint} ({type(err).__name__}).",
@@ -185,7 +200,13 @@ def check_endpoint(endpoint: str, timeout_s: float = 5.0) -> None:
 
 
 async def _step(
-    client: httpx.AsyncClient, url: str, model: str, plan: LoadPlan, concurrency: int, index: int, progress: Progress | None
+    client: httpx.AsyncClient,
+    url: str,
+    model: str,
+    plan: LoadPlan,
+    concurrency: int,
+    index: int,
+    progress: Progress | None,
 ) -> tuple[list[RequestRecord], float]:
     records: list[RequestRecord] = []
     total = plan.requests_per_step
@@ -195,7 +216,9 @@ async def _step(
         nonlocal issued
         while issued < total:
             issued += 1
-            body = payload_for(plan.api, model, _prompt(plan.input_len, issued + w), plan.output_len, plan.ignore_eos)
+            body = payload_for(
+                plan.api, model, _prompt(plan.input_len, issued + w), plan.output_len, plan.ignore_eos
+            )
             rec = await stream_request(client, url, body)
             records.append(rec)
             if progress:
@@ -204,7 +227,11 @@ async def _step(
                 return  # an error status: the server refuses; do not hammer it
 
     for _ in range(plan.warmup_requests if index == 0 else 0):
-        await stream_request(client, url, payload_for(plan.api, model, _prompt(plan.input_len, 0), plan.output_len, plan.ignore_eos))
+        await stream_request(
+            client,
+            url,
+            payload_for(plan.api, model, _prompt(plan.input_len, 0), plan.output_len, plan.ignore_eos),
+        )
     t0 = time.perf_counter()
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
     return records, time.perf_counter() - t0
@@ -246,4 +273,6 @@ def run_plan(
                 steps.append(result)
             break
         steps.append(result)
-    return PilotResult(endpoint=endpoint, model=model, started_at=started, plan=plan, steps=tuple(steps), stopped=stopped)
+    return PilotResult(
+        endpoint=endpoint, model=model, started_at=started, plan=plan, steps=tuple(steps), stopped=stopped
+    )

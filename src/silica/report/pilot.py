@@ -26,7 +26,7 @@ _TITLES = {
 }
 
 
-def _n(value: float | None, spec: str = ",.1f") -> str:
+def _n(value: float | None, spec: str = ",.4g") -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -53,9 +53,10 @@ def _verdict_cell(verdict: str) -> str:
 
 def pilot_html(cmp: PilotComparison) -> str:
     checks = list(cmp.checks)
+    name = cmp.model.rstrip("/").rsplit("/", 1)[-1]  # a model given as a folder: its name, not the path
     body = [
-        f"<h1>Pilot: {_t(cmp.model)} on {_t(cmp.instance)} ({_t(cmp.engine)})</h1>",
-        f'<p><strong>Verdict:</strong> {_verdict_cell(cmp.verdict)}</p>',
+        f"<h1>Pilot: {_t(name)} on {_t(cmp.instance)} ({_t(cmp.engine)})</h1>",
+        f"<p><strong>Verdict:</strong> {_verdict_cell(cmp.verdict)}</p>",
         f"<p><strong>What it changes for advise:</strong> {_t(cmp.advise_effect)}</p>",
         f'<p class="small">Prediction: {_t(cmp.prediction_source)}; calibration: {_t(cmp.calibration)}. '
         "Measured latencies are p50 under closed-loop load, so they include queueing in the server.</p>",
@@ -69,7 +70,7 @@ def pilot_html(cmp: PilotComparison) -> str:
             _n(k.measured),
             _n(k.predicted),
             f"{_n(k.low)} - {_n(k.high)}",
-            _n(k.ratio, ".2f"),
+            _n(k.ratio, ",.3g"),
             _verdict_cell(k.verdict),
         ]
         for k in sorted(checks, key=lambda k: (k.metric, k.concurrency))
@@ -77,7 +78,11 @@ def pilot_html(cmp: PilotComparison) -> str:
     body.append("<h2>Every step</h2>")
     body.append(
         '<div class="wide">'
-        + _table(["concurrency", "metric", "measured", "predicted", "band", "measured/predicted", "verdict"], rows, (0, 2, 3, 4, 5))
+        + _table(
+            ["concurrency", "metric", "measured", "predicted", "band", "measured/predicted", "verdict"],
+            rows,
+            (0, 2, 3, 4, 5),
+        )
         + "</div>"
     )
     body.append(f'<p class="small">silica {escape(__version__)}</p>')
