@@ -1,7 +1,7 @@
 """A small real streaming server on loopback (raw asyncio), with the failures a pilot must survive.
 
 It speaks just enough of the OpenAI completions stream (`data: {...}` events, `data: [DONE]`) and
-misbehaves on purpose by model name: `fail-after-N` answers HTTP 500 from request N+1 on, `stall`
+misbehaves on purpose by model name: `slow` paces 20 events/s, `fail-after-N` answers HTTP 500 from request N+1 on, `stall`
 stops sending mid-stream and keeps the socket open, `cut` closes the socket mid-stream.
 """
 
@@ -60,6 +60,9 @@ class Server:
                             return
                         await asyncio.sleep(3600)
                     writer.write(b"%x\r\n%s\r\n" % (len(_EVENT), _EVENT))
+                    if model == "slow":  # 20 tokens/s: long enough to press Ctrl-C mid-step
+                        await writer.drain()
+                        await asyncio.sleep(0.05)
                     if i % 8 == 7:
                         await writer.drain()
                         await asyncio.sleep(0)

@@ -124,7 +124,9 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
     assert "<svg" in html.read_text() and "Time per output token" in html.read_text()
 
     code, out, _ = run("history", "--kind", "pilot", "--json")
-    assert code == 0 and len(json.loads(out)) == 2  # the run and the comparison
+    records = json.loads(out)["records"]
+    assert code == 0 and [r["kind"] for r in records] == ["pilot", "pilot"]  # the comparison, then the run
+    assert records[0]["name"].startswith("compare ") and records[1]["name"].startswith("run ")
 
     before_ada, note_before = _tpot(str(model), "g6e.xlarge", 1)
     before_h100, h100_note = _tpot(str(model), "p5.48xlarge", 1)

@@ -26,7 +26,22 @@ from silica.pilot.loadplan import LoadPlan
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "summarise_step"]
 
 SCHEMA = "silica.pilot.result/1"
-_WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "silica", "measures", "every", "token"]
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "silica",
+    "measures",
+    "every",
+    "token",
+]
 Progress = Callable[[int, int, int], None]  # (step index, requests done, requests in step)
 
 
