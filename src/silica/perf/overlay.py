@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from silica.errors import DataFileError
-from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES, Calibration
+from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams
 
-__all__ = ["OVERLAY_SCHEMA", "overlay_path", "with_user_overlay"]
+__all__ = ["OVERLAY_SCHEMA", "overlay_path", "with_user_overlay", "without_user_overlay"]
 
 OVERLAY_SCHEMA = "silica.calibration_overlay/1"
 _cache: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -75,7 +75,9 @@ def with_user_overlay(cal: Calibration, engine: str | None = None, path: Path | 
     entries = read_overlay(path or overlay_path())
     if not entries or "overlay" in cal.extra:
         return cal
-    params = dict(cal.params)
+    # Kept beside the shipped parameters, not in them: a family that inherits from an overlaid one
+    # keeps the shipped parameters it inherits (the overlay describes one family's pilot only).
+    params: dict[str, FamilyParams] = {}
     labels: dict[str, str] = {}
     for e in entries:
         family = e["family"]
@@ -87,4 +89,9 @@ def with_user_overlay(cal: Calibration, engine: str | None = None, path: Path | 
         labels[family] = str(e["label"])
     if not labels:
         return cal
-    return replace(cal, params=params, extra={**cal.extra, "overlay": labels})
+    return replace(cal, extra={**cal.extra, "overlay": labels, "overlay_params": params})
+
+
+def without_user_overlay(cal: Calibration) -> Calibration:
+    """A calibration the overlay will not be applied to (fitting a new overlay starts from the shipped one)."""
+    return replace(cal, extra={**cal.extra, "overlay": {}, "overlay_params": {}})

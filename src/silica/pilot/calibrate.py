@@ -18,7 +18,7 @@ from typing import Any
 
 from silica.errors import DataFileError, InputError
 from silica.perf.calibration import PARAM_BOUNDS, Calibration, FamilyParams, load_calibration
-from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay
+from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay, without_user_overlay
 from silica.pilot.loadplan import Deployed, LoadPlan
 from silica.plan import estimate
 from silica.workload import Deployment, InferenceWorkload
@@ -79,7 +79,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     tpot, ttft = _measured(result, "tpot_ms"), _measured(result, "ttft_ms")
     if not tpot and not ttft:
         raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
-    cal = base or load_calibration()
+    cal = without_user_overlay(base or load_calibration())  # refit from the shipped parameters
     start, _ = cal.for_family(dep.family)
 
     def moved(p: FamilyParams, **scale: float) -> FamilyParams:

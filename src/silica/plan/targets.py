@@ -171,6 +171,7 @@ def resolve_targets(
         if chip.status == "announced" and not include_announced and instance_ids is None:
             continue
         params, inherited = calibration.for_family(chip.family)
+        params = calibration.extra.get("overlay_params", {}).get(chip.family, params)  # perf/overlay.py
         targets.append(
             Target(
                 instance=inst,
