@@ -306,5 +306,31 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
         typer.echo(f"  estimates use it when SILICA_CALIBRATION_OVERLAY={out}")
 
 
+def calibrate_from_monitor(report: Path, out: Path | None, lengths: str) -> None:
+    """`silica calibrate --from-monitor REPORT [--lengths IN:OUT] [--out FILE]`."""
+    from silica.errors import InputError
+    from silica.pilot.calibrate import write_overlay
+    from silica.pilot.from_monitor import fit_from_monitor
+    from silica.pilot.loadplan import read_json
+
+    try:
+        input_len, output_len = (int(v) for v in lengths.split(":"))
+    except ValueError:
+        raise InputError(
+            f"--lengths {lengths!r} is not PROMPT:OUTPUT tokens.", "pass e.g. --lengths 1024:256."
+        ) from None
+    for entry in fit_from_monitor(
+        read_json(report, "monitor report"), str(report), input_len=input_len, output_len=output_len
+    ):
+        path = write_overlay(entry, out)
+        moved = (
+            ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items())
+            or "nothing moved"
+        )
+        typer.echo(
+            f"{entry['family']} / {entry['engine']} ({entry['fitted_on']['windows']} steady windows): {moved}; wrote {path}"
+        )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(pilot_app, name="pilot")
