@@ -42,10 +42,29 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @handle_errors
     def calibrate(
-        files: list[Path] = typer.Argument(..., help="One or more measurement CSVs."),
-        out: Path = typer.Option(..., "--out", help="Where to write the fitted calibration (JSON)."),
+        files: list[Path] = typer.Argument(None, help="One or more measurement CSVs."),
+        out: Path = typer.Option(None, "--out", help="Where to write the fitted calibration (JSON)."),
+        from_pilot: Path | None = typer.Option(
+            None, "--from-pilot", help="A `silica pilot run` result: update your calibration overlay instead."
+        ),
+        from_monitor: Path | None = typer.Option(
+            None, "--from-monitor", help="A `silica monitor report --json`: steady windows update the overlay."
+        ),
+        lengths: str = typer.Option("1024:256", "--lengths", help="With --from-monitor: prompt:output tokens."),
     ) -> None:
         """Fit each chip family's few efficiency parameters to measurements (robust, on log error)."""
+        if from_pilot is not None:  # the user's overlay, not the shipped fit (silica.pilot.calibrate)
+            from silica.cli.pilot_cmd import calibrate_from_pilot
+
+            return calibrate_from_pilot(from_pilot, out)
+        if from_monitor is not None:
+            from silica.cli.pilot_cmd import calibrate_from_monitor
+
+            return calibrate_from_monitor(from_monitor, out, lengths)
+        if not files or out is None:
+            from silica.errors import InputError
+
+            raise InputError("calibrate needs measurement CSVs and --out.", "pass FILES --out PATH, or --from-pilot RESULT.")
         import json
         import sys
 

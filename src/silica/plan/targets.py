@@ -17,6 +17,7 @@ from silica.perf.calibration import (
     FamilyParams,
     load_calibration,
 )
+from silica.perf.overlay import with_user_overlay
 from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
 from silica.workload import InferenceWorkload, TrainingWorkload
@@ -54,6 +55,11 @@ class Target:
 
     @property
     def calibration_note(self) -> str:
+        overlay = self.calibration.extra.get("overlay", {}).get(self.chip.family)
+        return f"{self._shipped_note}; {overlay}" if overlay else self._shipped_note
+
+    @property
+    def _shipped_note(self) -> str:
         family = self.chip.family
         if self.inherited_from is None:
             return f"fitted on {family} measurements"
@@ -162,7 +168,7 @@ def resolve_targets(
     include_announced: bool = False,
 ) -> list[Target]:
     catalog = catalog or load_catalog()
-    calibration = calibration or load_calibration()
+    calibration = with_user_overlay(calibration or load_calibration())  # the user's pilots, if any
     if instance_ids is None:
         chosen = [
             i
@@ -177,6 +183,7 @@ def resolve_targets(
         if chip.status == "announced" and not include_announced and instance_ids is None:
             continue
         params, inherited = calibration.for_family(chip.family)
+        params = calibration.extra.get("overlay_params", {}).get(chip.family, params)  # perf/overlay.py
         targets.append(
             Target(
                 instance=inst,

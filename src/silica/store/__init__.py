@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "Store", "StoreError", "StoredRecord", "database_url", "history", "open_store", "record"]
 
 # The kinds Silica itself writes; others (a user's own) are allowed.
-KINDS = ("inventory", "estimate", "scan", "recommendation", "claim", "fleet_sweep", "monitor")
+KINDS = ("inventory", "estimate", "scan", "recommendation", "claim", "fleet_sweep", "monitor", "pilot")
 
 _open: dict[str, Store] = {}
 

@@ -1,0 +1,124 @@
+"""Regenerate what docs/pilot.md shows: the kit layouts it quotes, and the report screenshots.
+
+    python scripts/pilot_docs.py            # print the quoted block (tests/pilot/test_docs.py checks it)
+    python scripts/pilot_docs.py --shots    # also run the loop on a tiny local model and screenshot
+
+The screenshots come from a real run: `transformers serve` on this machine with the tiny random
+Llama of tests/pilot/tiny_server.py, planned as if on a g6e.xlarge. The figures in them are a CPU's,
+so they show the report, not an L40S; they are not quoted in the text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+
+def kit_block() -> str:
+    """One line per kit the doc quotes: the layout `silica pilot plan` writes, and step 1's prediction."""
+    from silica.pilot.kit import make_kit
+
+    lines = []
+    for instance in ("inf2.xlarge", "g6e.xlarge"):
+        kit = make_kit("llama-3.1-8b", instance)
+        dep = kit.plan.deployed
+        assert dep is not None
+        first = kit.prediction["steps"][0]
+        lo, hi = first["bands"]["tpot_ms"]
+        lines.append(
+            f"{instance}: {dep.engine}, tp={dep.tp}, max-num-seqs={dep.max_batch}, max-model-len={dep.max_len}, "
+            f"steps {','.join(map(str, kit.plan.concurrency))}; at concurrency 1 TPOT {first['tpot_ms']:.1f} ms "
+            f"(band {lo:.1f}-{hi:.1f})"
+        )
+    return "\n".join(lines)
+
+
+def shots(out_dir: Path) -> None:
+    from playwright.sync_api import sync_playwright
+    from tests.pilot.tiny_server import build_tiny_model, start_server, stop_server
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        model = build_tiny_model(t / "tiny-llama")
+        proc, url = start_server(model, t / "server.log")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SILICA_DB_URL": f"sqlite:///{t}/db.sqlite"}
+        silica = [sys.executable, "-m", "silica.cli"]
+        try:
+            for args in (
+                [
+                    "pilot",
+                    "plan",
+                    str(model),
+                    "--on",
+                    "g6e.xlarge",
+                    "--out",
+                    str(t / "kit"),
+                    "--input-len",
+                    "24",
+                    "--output-len",
+                    "12",
+                    "--concurrency",
+                    "1,2,4,8",
+                    "--requests",
+                    "8",
+                ],
+                [
+                    "pilot",
+                    "run",
+                    "--endpoint",
+                    url,
+                    "--model",
+                    str(model),
+                    "--plan",
+                    str(t / "kit"),
+                    "--out",
+                    str(t / "result.json"),
+                    "--no-ignore-eos",
+                ],
+                [
+                    "pilot",
+                    "compare",
+                    str(t / "result.json"),
+                    "--plan",
+                    str(t / "kit"),
+                    "--html",
+                    str(t / "before.html"),
+                ],
+                ["calibrate", "--from-pilot", str(t / "result.json")],
+                # no --plan: predicted again through the overlay just written
+                ["pilot", "compare", str(t / "result.json"), "--html", str(t / "report.html")],
+            ):
+                env["SILICA_CALIBRATION_OVERLAY"] = str(t / "overlay.json")
+                subprocess.run(silica + args, env=env, check=True)
+        finally:
+            stop_server(proc)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=os.environ["SILICA_TEST_CHROMIUM"])
+            for name, width in (("desktop", 1280), ("400px", 400)):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.goto((t / "report.html").as_uri())
+                page.screenshot(path=str(out_dir / f"pilot-report-{name}.png"), full_page=True)
+            browser.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shots", action="store_true", help="also regenerate the report screenshots")
+    args = ap.parse_args()
+    print(kit_block())
+    if args.shots:
+        shots(ROOT / "docs" / "img")
+
+
+if __name__ == "__main__":
+    main()

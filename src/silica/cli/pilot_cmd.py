@@ -1,0 +1,336 @@
+"""`silica pilot plan|run|import|compare`: thin wrappers over `silica.pilot`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from silica.cli._common import handle_errors, print_json
+
+pilot_app = typer.Typer(
+    help="Prove the estimate on the real thing: a launch kit, a load test, and measured vs predicted.",
+    no_args_is_help=True,
+)
+_JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
+_NO_STORE = typer.Option(False, "--no-store", help="Do not keep the result in the store (`silica history`).")
+
+
+def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
+    from silica.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise InputError(
+            f"{flag} {text!r} is not a comma-separated list of integers.", f"pass e.g. {flag} 1,4,16."
+        ) from None
+    if not values:
+        raise InputError(f"{flag} is empty.", f"pass e.g. {flag} 1,4,16.")
+    return values
+
+
+def _write(path: Path, text: str) -> None:
+    from silica.errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:
+        raise InputError(f"Cannot write {path}: {err.strerror}.", "choose a writable path.") from err
+
+
+def _store(kind: str, name: str, payload: dict[str, Any]) -> None:
+    from silica import store
+
+    rid = store.record(kind, name, payload)
+    sys.stderr.write(f"kept as {kind} record {rid} (silica history --id {rid})\n")
+
+
+@pilot_app.command("plan")
+@handle_errors
+def plan_cmd(
+    model: str = typer.Argument(
+        ..., help="Model id (silica models) or a path to a config.json / model folder."
+    ),
+    on: str = typer.Option(..., "--on", help="Instance type, e.g. inf2.xlarge or g6e.xlarge."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the kit into."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="vllm, sglang, trtllm (NVIDIA); vllm-neuron, nxdi (Neuron)."
+    ),
+    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens per request."),
+    output_len: int = typer.Option(128, "--output-len", help="Generated tokens per request."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Weight and compute dtype."),
+    ttft_slo_ms: float | None = typer.Option(None, "--ttft-slo-ms", help="TTFT SLO for goodput."),
+    tpot_slo_ms: float | None = typer.Option(None, "--tpot-slo-ms", help="TPOT SLO for goodput."),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="Load steps, e.g. 1,8,32 (default: around the predicted capacity)."
+    ),
+    requests: int = typer.Option(64, "--requests", min=1, help="Requests per load step."),
+    hf_model: str | None = typer.Option(
+        None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Write a SkyPilot task, a shell script, a Kubernetes manifest, the load plan and the prediction."""
+    from silica.pilot.kit import make_kit, write_kit
+
+    kit = make_kit(
+        model,
+        on,
+        engine=engine,
+        input_len=input_len,
+        output_len=output_len,
+        dtype=dtype,
+        ttft_slo_ms=ttft_slo_ms,
+        tpot_slo_ms=tpot_slo_ms,
+        concurrency=_ints(concurrency, "--concurrency"),
+        requests_per_step=requests,
+        serve_model=hf_model,
+    )
+    written = write_kit(kit, out)
+    if as_json:
+        print_json(kit)
+        return
+    dep = kit.plan.deployed
+    assert dep is not None  # make_kit always sets it
+    typer.echo(
+        f"{dep.model} on {dep.instance} with {dep.engine}: tp={dep.tp}, max-num-seqs={dep.max_batch}, "
+        f"max-model-len={dep.max_len}, {dep.dtype}; load steps {','.join(map(str, kit.plan.concurrency))}"
+    )
+    for p in written:
+        typer.echo(f"  wrote {p}")
+
+
+@pilot_app.command("run")
+@handle_errors
+def run_cmd(
+    endpoint: str = typer.Option(
+        ..., "--endpoint", help="Base URL of an OpenAI-compatible server, e.g. http://HOST:8000."
+    ),
+    model: str = typer.Option(..., "--model", help="Model name the server serves (as in /v1/models)."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Kit folder from `silica pilot plan` (default: a small generic plan)."
+    ),
+    out: Path = typer.Option(
+        Path("pilot-result.json"), "--out", help="Result JSON (a CSV is written beside it)."
+    ),
+    concurrency: str | None = typer.Option(None, "--concurrency", help="Override the plan's load steps."),
+    requests: int | None = typer.Option(None, "--requests", min=1, help="Override requests per step."),
+    api: str | None = typer.Option(None, "--api", help="completions (default) or chat."),
+    no_ignore_eos: bool = typer.Option(
+        False, "--no-ignore-eos", help="Do not send ignore_eos (servers that refuse it)."
+    ),
+    read_timeout_s: float = typer.Option(
+        60.0, "--read-timeout", help="Seconds without a byte before a stream counts as stopped."
+    ),
+    no_store: bool = _NO_STORE,
+    as_json: bool = _JSON,
+) -> None:
+    """Drive the endpoint through the load plan with streaming requests; Ctrl-C keeps finished steps."""
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from silica.pilot.loadplan import default_plan, read_plan
+    from silica.pilot.runner import check_endpoint, run_plan
+
+    check_endpoint(endpoint)  # one line before any progress bar when nothing answers
+    load = read_plan(plan) if plan is not None else default_plan()
+    steps = _ints(concurrency, "--concurrency")
+    load = replace(
+        load,
+        concurrency=steps or load.concurrency,
+        requests_per_step=requests or load.requests_per_step,
+        api=api or load.api,
+        ignore_eos=load.ignore_eos and not no_ignore_eos,
+    )
+    load.__post_init__()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_stderr(),
+        transient=False,
+    ) as bar:
+        tasks = [bar.add_task(f"concurrency {c}", total=load.requests_per_step) for c in load.concurrency]
+
+        def progress(index: int, done: int, total: int) -> None:
+            bar.update(tasks[index], completed=done)
+
+        result = run_plan(endpoint, model, load, progress=progress, read_timeout_s=read_timeout_s)
+    payload = result.to_dict()
+    _write(out, json.dumps(payload, indent=2) + "\n")
+    _write(out.with_suffix(".csv"), result.to_csv())
+    if not no_store:
+        _store("pilot", f"run {model}", payload)
+    if as_json:
+        print_json(payload)
+    else:
+        typer.echo(result.summary)
+        typer.echo(f"wrote {out} and {out.with_suffix('.csv')}")
+    if result.stopped and not result.steps:
+        raise typer.Exit(2)
+
+
+def _stderr() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@pilot_app.command("import")
+@handle_errors
+def import_cmd(
+    file: Path = typer.Argument(
+        ...,
+        help="guidellm report, `vllm bench serve` JSON, genai-perf export or NxD Inference benchmark report.",
+    ),
+    instance: str | None = typer.Option(
+        None, "--instance", help="EC2 instance the run used (when the file does not say)."
+    ),
+    chip: str | None = typer.Option(None, "--chip", help="Chip id (when the file does not say), e.g. l40s."),
+    engine: str | None = typer.Option(None, "--engine", help="Serving engine (when the file does not say)."),
+    engine_version: str | None = typer.Option(
+        None, "--engine-version", help="Engine version (when the file does not say)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model id (when the file does not say)."),
+    batch: int | None = typer.Option(
+        None, "--batch", help="Concurrent sequences (when the file does not say)."
+    ),
+    input_len: int | None = typer.Option(
+        None, "--input-len", help="Prompt tokens (when the file does not say)."
+    ),
+    output_len: int | None = typer.Option(
+        None, "--output-len", help="Generated tokens (when the file does not say)."
+    ),
+    tp: int | None = typer.Option(None, "--tp", help="Tensor parallel degree (when the file does not say)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the rows as a benchmarks CSV (shared/benchmarks schema)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Read a load-test report into rows of the benchmarks schema, engine, version and hardware filled in."""
+    from silica.pilot.importers import import_report, rows_to_csv
+
+    found = import_report(
+        file,
+        instance=instance,
+        chip=chip,
+        engine=engine,
+        engine_version=engine_version,
+        model=model,
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        tp=tp,
+    )
+    if out is not None:
+        _write(out, rows_to_csv(found.rows))
+    if as_json:
+        print_json(found)
+        return
+    typer.echo(
+        f"{file}: {found.format} report, {len(found.rows)} rows ({found.engine} {found.engine_version or ''})".rstrip()
+    )
+    for r in found.rows[:40]:
+        typer.echo(
+            f"  run {r['run']}: {r['metric']} = {r['value']:.4g} (batch {r['batch']}, {r['chip'] or '?'})"
+        )
+    if out is not None:
+        typer.echo(f"wrote {out}")
+
+
+@pilot_app.command("compare")
+@handle_errors
+def compare_cmd(
+    results: Path = typer.Argument(..., help="Result JSON from `silica pilot run`."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Kit folder: compare with its prediction.json (default: estimate now)."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write the HTML report with latency-vs-load curves here."
+    ),
+    no_store: bool = _NO_STORE,
+    as_json: bool = _JSON,
+) -> None:
+    """Measured against predicted per step, with the band, a verdict and what it changes for advise."""
+    from silica.pilot.compare import compare_pilot
+    from silica.pilot.loadplan import PREDICTION_FILE, read_json
+
+    result = read_json(results, "pilot result")
+    prediction = read_json(plan / PREDICTION_FILE, "prediction") if plan is not None else None
+    cmp = compare_pilot(result, prediction, str(results))
+    if html is not None:
+        from silica.report.pilot import pilot_html
+
+        _write(html, pilot_html(cmp))
+    if not no_store:
+        _store("pilot", f"compare {cmp.model} {cmp.instance}", cmp.to_dict())
+    if as_json:
+        print_json(cmp)
+        return
+    typer.echo(cmp.summary)
+    typer.echo(f"  advise: {cmp.advise_effect}")
+    typer.echo(f"  calibration: {cmp.calibration}")
+    for k in cmp.checks:
+        band = f"[{k.low:.4g}, {k.high:.4g}]" if k.low is not None and k.high is not None else "[-]"
+        pred = f"{k.predicted:.4g}" if k.predicted is not None else "-"
+        typer.echo(
+            f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
+        )
+    if html is not None:
+        typer.echo(f"wrote {html}")
+
+
+def calibrate_from_pilot(results: Path, out: Path | None) -> None:
+    """`silica calibrate --from-pilot RESULTS [--out FILE]`: write or update the user overlay."""
+    from silica.pilot.calibrate import fit_from_pilot, write_overlay
+    from silica.pilot.loadplan import read_json
+
+    entry = fit_from_pilot(read_json(results, "pilot result"), str(results))
+    path = write_overlay(entry, out)
+    moved = (
+        ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items())
+        or "nothing moved"
+    )
+    bound = f" (at its bound: {', '.join(entry['at_bound'])})" if entry["at_bound"] else ""
+    typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
+    if out is not None:
+        typer.echo(f"  estimates use it when SILICA_CALIBRATION_OVERLAY={out}")
+
+
+def calibrate_from_monitor(report: Path, out: Path | None, lengths: str) -> None:
+    """`silica calibrate --from-monitor REPORT [--lengths IN:OUT] [--out FILE]`."""
+    from silica.errors import InputError
+    from silica.pilot.calibrate import write_overlay
+    from silica.pilot.from_monitor import fit_from_monitor
+    from silica.pilot.loadplan import read_json
+
+    try:
+        input_len, output_len = (int(v) for v in lengths.split(":"))
+    except ValueError:
+        raise InputError(
+            f"--lengths {lengths!r} is not PROMPT:OUTPUT tokens.", "pass e.g. --lengths 1024:256."
+        ) from None
+    for entry in fit_from_monitor(
+        read_json(report, "monitor report"), str(report), input_len=input_len, output_len=output_len
+    ):
+        path = write_overlay(entry, out)
+        moved = (
+            ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items())
+            or "nothing moved"
+        )
+        typer.echo(
+            f"{entry['family']} / {entry['engine']} ({entry['fitted_on']['windows']} steady windows): {moved}; wrote {path}"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(pilot_app, name="pilot")

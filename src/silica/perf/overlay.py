@@ -1,0 +1,97 @@
+"""A user's calibration overlay: parameters fitted on their own pilot runs, per (chip family, engine).
+
+`silica calibrate --from-pilot` writes it (see `silica.pilot.calibrate`); every plan that resolves
+its targets applies it on top of the shipped calibration, so `estimate`, `compare`, `advise` and
+`fleet` all use it, and each result that does names it in its calibration note. The overlay holds
+parameters only, each inside `PARAM_BOUNDS`; never a measured figure.
+
+Where it lives: `SILICA_CALIBRATION_OVERLAY`, else `calibration-overlay.json` in Silica's data
+directory (XDG on Linux). No file: no overlay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from silica.errors import DataFileError
+from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams
+
+__all__ = ["OVERLAY_SCHEMA", "overlay_path", "with_user_overlay", "without_user_overlay"]
+
+OVERLAY_SCHEMA = "silica.calibration_overlay/1"
+_cache: dict[tuple[str, float], list[dict[str, Any]]] = {}
+
+
+def overlay_path() -> Path:
+    explicit = os.environ.get("SILICA_CALIBRATION_OVERLAY")
+    if explicit:
+        return Path(explicit).expanduser()
+    from silica.store._db import data_dir  # the store's one home for the data directory
+
+    return data_dir() / "calibration-overlay.json"
+
+
+def read_overlay(path: Path) -> list[dict[str, Any]]:
+    """The overlay's entries, checked: known families' parameters inside their bounds."""
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError:
+        return []
+    if key in _cache:
+        return _cache[key]
+    try:
+        raw = json.loads(path.read_text())
+        if raw.get("schema") != OVERLAY_SCHEMA:
+            raise ValueError(f"schema is {raw.get('schema')!r}")
+        entries = list(raw["entries"])
+        for e in entries:
+            for name, value in e["params"].items():
+                lo, hi = PARAM_BOUNDS[name]
+                if not lo <= float(value) <= hi:
+                    raise ValueError(f"{name}={value} is outside its bounds [{lo}, {hi}]")
+            str(e["family"]), str(e["engine"]), str(e["label"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise DataFileError(
+            f"Calibration overlay {path} is invalid: {err}.",
+            "rewrite it with `silica calibrate --from-pilot`, or delete it.",
+        ) from err
+    _cache[key] = entries
+    return entries
+
+
+def _vendor_default(family: str) -> str:
+    return "vllm-neuron" if family.startswith("neuron") else "vllm"
+
+
+def with_user_overlay(cal: Calibration, engine: str | None = None, path: Path | None = None) -> Calibration:
+    """The calibration with the user's overlay applied for `engine` (default: the vendor's default).
+
+    Families without an entry for that engine keep their shipped parameters, untouched.
+    """
+    entries = read_overlay(path or overlay_path())
+    if not entries or "overlay" in cal.extra:
+        return cal
+    # Kept beside the shipped parameters, not in them: a family that inherits from an overlaid one
+    # keeps the shipped parameters it inherits (the overlay describes one family's pilot only).
+    params: dict[str, FamilyParams] = {}
+    labels: dict[str, str] = {}
+    for e in entries:
+        family = e["family"]
+        if e["engine"] != (engine or _vendor_default(family)):
+            continue
+        base, _ = cal.for_family(family)
+        moved = {n: float(v) for n, v in e["params"].items() if n in PARAM_NAMES}
+        params[family] = replace(base, **moved)
+        labels[family] = str(e["label"])
+    if not labels:
+        return cal
+    return replace(cal, extra={**cal.extra, "overlay": labels, "overlay_params": params})
+
+
+def without_user_overlay(cal: Calibration) -> Calibration:
+    """A calibration the overlay will not be applied to (fitting a new overlay starts from the shipped one)."""
+    return replace(cal, extra={**cal.extra, "overlay": {}, "overlay_params": {}})

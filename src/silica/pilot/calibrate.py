@@ -1,0 +1,137 @@
+"""`silica calibrate --from-pilot`: move a family's physical parameters toward a user's pilot.
+
+Decode time per token (TPOT) is set by the weight and KV stream and the per-layer overhead, so one
+factor scales memory efficiency down and overhead up together; time to first token is set by
+compute efficiency. Each factor is chosen on a log grid to minimise the squared log error of the
+library's own `estimate` over the measured steps, with every parameter clipped to `PARAM_BOUNDS`.
+The overlay stores those parameters and where they came from, never the measured figures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from silica.errors import DataFileError, InputError
+from silica.perf.calibration import PARAM_BOUNDS, Calibration, FamilyParams, load_calibration
+from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay, without_user_overlay
+from silica.pilot.loadplan import Deployed, LoadPlan
+from silica.plan import estimate
+from silica.workload import Deployment, InferenceWorkload
+
+__all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
+
+_GRID = [10 ** (i / 10) for i in range(-15, 16)]  # factors 0.03 .. 31.6, ten a decade
+_WIDE = [10 ** (i / 10) for i in range(-20, 31)]  # 0.01 .. 1000: a fixed time can be far off
+
+OverlayEntry = dict[str, Any]
+
+
+def _clip(name: str, value: float) -> float:
+    lo, hi = PARAM_BOUNDS[name]
+    return min(max(value, lo), hi)
+
+
+def _predict(dep: Deployed, plan: LoadPlan, cal: Calibration, c: int) -> tuple[float | None, float | None]:
+    wl = InferenceWorkload(
+        input_len=plan.input_len,
+        output_len=plan.output_len,
+        batch=c,
+        weight_dtype=dep.dtype,  # type: ignore[arg-type]
+        compute_dtype=dep.dtype,  # type: ignore[arg-type]
+        seq_len=dep.max_len if dep.vendor == "aws" else None,
+    )
+    e = estimate(dep.model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=cal)
+    return e.ttft_ms, e.tpot_ms
+
+
+def _loss(pairs: list[tuple[float, float | None]]) -> float:
+    return sum(math.log(m / p) ** 2 if p and p > 0 else 1e9 for m, p in pairs)
+
+
+def _measured(result: dict[str, Any], metric: str) -> list[tuple[int, float]]:
+    out = []
+    for s in result.get("steps", []):
+        value = (s.get(metric) or {}).get("p50")
+        if isinstance(value, int | float) and value > 0 and s.get("completed"):
+            out.append((int(s["concurrency"]), float(value)))
+    return out
+
+
+def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None = None) -> OverlayEntry:
+    """Fitted parameters for the pilot's (family, engine), within bounds, with their provenance."""
+    try:
+        plan = LoadPlan.from_dict(result["plan"], source)
+    except (KeyError, TypeError) as err:
+        raise DataFileError(
+            f"{source} is not a `silica pilot run` result.", "pass the JSON it wrote."
+        ) from err
+    dep = plan.deployed
+    if dep is None:
+        raise InputError(
+            f"{source} was run without a kit, so Silica does not know the chip and layout it measured.",
+            "run `silica pilot run --plan KIT_DIR` with the kit from `silica pilot plan`.",
+        )
+    tpot, ttft = _measured(result, "tpot_ms"), _measured(result, "ttft_ms")
+    if not tpot and not ttft:
+        raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
+    cal = without_user_overlay(base or load_calibration())  # refit from the shipped parameters
+    start, _ = cal.for_family(dep.family)
+
+    def moved(p: FamilyParams, **scale: float) -> FamilyParams:
+        return replace(p, **{k: _clip(k, getattr(p, k) * f) for k, f in scale.items()})
+
+    def loss(p: FamilyParams, which: int, rows: list[tuple[int, float]]) -> float:
+        trial = cal.with_params(dep.family, p)
+        return _loss([(m, _predict(dep, plan, trial, c)[which]) for c, m in rows])
+
+    best = start
+    if tpot:  # slower decode: less of the HBM bandwidth reached, more fixed time per layer
+        best = min(
+            (moved(best, memory_eff=1 / f, layer_overhead_us=f) for f in _GRID),
+            key=lambda p: loss(p, 1, tpot),
+        )
+        # then the fixed time alone, for what the bandwidth bound could not take
+        best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
+    if ttft:  # slower prefill: less of the peak compute reached
+        best = min((moved(best, compute_eff_max=1 / f) for f in _WIDE), key=lambda p: loss(p, 0, ttft))
+    changed = {
+        k: round(getattr(best, k), 6)
+        for k in ("memory_eff", "layer_overhead_us", "compute_eff_max")
+        if getattr(best, k) != getattr(start, k)
+    }
+    at_bound = sorted(k for k, v in changed.items() if v in PARAM_BOUNDS[k])
+    when = datetime.now(UTC).date().isoformat()
+    label = f"user calibration overlay ({dep.engine}, from a pilot of {dep.model} on {dep.instance}, {when})"
+    return {
+        "family": dep.family,
+        "engine": dep.engine,
+        "params": changed,
+        "shipped": {k: getattr(start, k) for k in changed},
+        "at_bound": at_bound,
+        "label": label,
+        "source": source,
+        "fitted_on": {"steps": len({c for c, _ in tpot + ttft}), "metrics": ["tpot_ms p50", "ttft_ms p50"]},
+        "as_of": when,
+    }
+
+
+def write_overlay(entry: OverlayEntry, path: Path | None = None) -> Path:
+    """Replace any entry for the same (family, engine) in the overlay file; keep the others."""
+    target = path or overlay_path()
+    entries = [
+        e for e in read_overlay(target) if (e["family"], e["engine"]) != (entry["family"], entry["engine"])
+    ]
+    body = {"schema": OVERLAY_SCHEMA, "entries": [*entries, entry]}
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(body, indent=2) + "\n")
+        tmp.replace(target)
+    except OSError as err:
+        raise DataFileError(f"Cannot write {target}: {err.strerror}.", "choose a writable --out.") from err
+    return target

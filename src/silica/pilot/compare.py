@@ -1,0 +1,152 @@
+"""`silica pilot compare`: each step's measurement against the estimate's prediction and its band.
+
+A figure inside the band confirms the estimate; outside it, the step is faster or slower than
+expected by the ratio of measured to predicted. Throughput decides what the pilot changes for
+`advise`: cost per token scales with the inverse of the tokens per second actually delivered.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from silica.errors import DataFileError, InputError
+from silica.pilot.kit import predict_steps
+from silica.pilot.loadplan import LoadPlan
+
+__all__ = ["PilotComparison", "StepCheck", "compare_pilot"]
+
+# metric in the result -> (prediction key, "lower" if a smaller value is faster)
+METRICS = {
+    "ttft_ms": ("ttft_ms", "lower"),
+    "tpot_ms": ("tpot_ms", "lower"),
+    "output_tokens_per_s": ("output_tokens_per_s", "higher"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StepCheck:
+    concurrency: int
+    metric: str
+    measured: float
+    predicted: float | None
+    low: float | None
+    high: float | None
+    ratio: float | None  # measured / predicted
+    verdict: str  # confirmed | faster than expected | slower than expected | not predicted
+
+
+@dataclass(frozen=True, slots=True)
+class PilotComparison:
+    model: str
+    instance: str
+    engine: str
+    calibration: str
+    checks: tuple[StepCheck, ...]
+    verdict: str
+    speed_ratio: float | None  # median measured/predicted throughput
+    advise_effect: str
+    prediction_source: str
+
+    @property
+    def summary(self) -> str:
+        return f"pilot compare {self.model} on {self.instance} ({self.engine}): {self.verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["summary"] = self.summary
+        return out
+
+
+def _verdict(measured: float, low: float | None, high: float | None, direction: str) -> str:
+    if low is None or high is None:
+        return "not predicted"
+    if low <= measured <= high:
+        return "confirmed"
+    faster = measured < low if direction == "lower" else measured > high
+    return "faster than expected" if faster else "slower than expected"
+
+
+def _how_much(ratio: float) -> str:
+    if ratio >= 1:
+        return f"{ratio:.2f}x the predicted throughput"
+    return f"{1 / ratio:.2f}x below the predicted throughput"
+
+
+def compare_pilot(
+    result: dict[str, Any], prediction: dict[str, Any] | None = None, where: str = "result"
+) -> PilotComparison:
+    """Measured (p50 latencies, throughput) against predicted, step by step, with the overall verdict."""
+    try:
+        plan = LoadPlan.from_dict(result["plan"], where)
+        steps = list(result["steps"])
+    except (KeyError, TypeError) as err:
+        raise DataFileError(
+            f"{where} is not a pilot result.", "pass the JSON `silica pilot run` wrote."
+        ) from err
+    dep = plan.deployed
+    source = "prediction.json of the kit"
+    if prediction is None:
+        if dep is None:
+            raise InputError(
+                f"{where} was run without a kit: there is no prediction to compare with.",
+                "pass --plan KIT_DIR, or run with `silica pilot run --plan KIT_DIR`.",
+            )
+        prediction = predict_steps(dep.model, plan)
+        source = "estimate now (current calibration)"
+    predicted = {int(p["concurrency"]): p for p in prediction.get("steps", [])}
+    checks: list[StepCheck] = []
+    for s in steps:
+        c = int(s["concurrency"])
+        p = predicted.get(c, {})
+        for metric, (key, direction) in METRICS.items():
+            raw = s.get(metric)
+            measured = raw.get("p50") if isinstance(raw, dict) else raw
+            if not isinstance(measured, int | float) or not s.get("completed"):
+                continue
+            pred = p.get(key)
+            band = (p.get("bands") or {}).get(key) or [None, None]
+            checks.append(
+                StepCheck(
+                    concurrency=c,
+                    metric=metric,
+                    measured=float(measured),
+                    predicted=pred,
+                    low=band[0],
+                    high=band[1],
+                    ratio=float(measured) / pred if pred else None,
+                    verdict=_verdict(float(measured), band[0], band[1], direction),
+                )
+            )
+    speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio]
+    ratio = statistics.median(speed) if speed else None
+    tput = [k for k in checks if k.metric == "output_tokens_per_s"]
+    if ratio is None:
+        verdict, effect = "no step could be compared", "nothing changes for advise"
+    elif all(k.verdict == "confirmed" for k in tput):
+        verdict = f"confirmed: throughput within the band at every step ({_how_much(ratio)})"
+        effect = "advise's verdict stands: the cost per token it used is inside the measured band"
+    else:
+        word = "faster" if ratio > 1 else "slower"
+        verdict = f"{word} than expected: {_how_much(ratio)} (median over steps)"
+        usd = prediction.get("usd_per_hour")
+        cost = f"; at ${usd:g}/h" if isinstance(usd, int | float) else ""
+        effect = (
+            f"cost per 1M output tokens on {dep.instance if dep else 'this instance'} is {1 / ratio:.2f}x "
+            f"the advised figure{cost}; run `silica calibrate --from-pilot` and re-run `silica advise` "
+            "so its ranking uses the measured speed"
+        )
+    return PilotComparison(
+        model=str(dep.model if dep else result.get("model")),
+        instance=dep.instance if dep else "?",
+        engine=dep.engine if dep else "?",
+        calibration=str(prediction.get("calibration", "")),
+        checks=tuple(checks),
+        verdict=verdict,
+        speed_ratio=ratio,
+        advise_effect=effect,
+        prediction_source=source,
+    )

@@ -1,0 +1,113 @@
+"""`silica calibrate --from-monitor`: steady production windows as measurements for the overlay.
+
+A `silica monitor report --json` keeps, per deployment and window, the engine's TTFT/TPOT histograms,
+the mean running requests (or, without that gauge, the generated tokens/s from which Little's law gives
+the sequences in flight). A window is steady when it has a TPOT histogram, the deployment reports no
+gap, and its concurrency is within 25% of the deployment's median: there the batch is known, so the
+window is a measurement at that concurrency, like a pilot step. The same bounded fit as
+`--from-pilot` then moves the family's parameters; the label says the windows came from production.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from silica.errors import DataFileError, InputError
+from silica.pilot.calibrate import OverlayEntry, fit_from_pilot
+from silica.pilot.engines import default_engine
+from silica.pilot.loadplan import Deployed, LoadPlan
+from silica.plan import estimate
+from silica.workload import Deployment, InferenceWorkload
+
+__all__ = ["STEADY_SPREAD", "fit_from_monitor", "steady_windows"]
+
+STEADY_SPREAD = 0.25  # running requests within 25% of the deployment's median
+
+
+def _running(w: dict[str, Any], instances: int) -> float | None:
+    """Sequences in flight per instance: the engine's gauge, else Little's law on the decode stream
+    (tokens/s generated x seconds per token = sequences decoding at once)."""
+    if isinstance(w.get("requests_running"), int | float) and w["requests_running"] > 0:
+        return float(w["requests_running"]) / max(1, instances)
+    tpot, rate = (w.get("tpot") or {}).get("p50_ms"), w.get("output_tokens_per_s")
+    if tpot and isinstance(rate, int | float) and rate > 0:
+        return float(rate) * float(tpot) / 1000 / max(1, instances)
+    return None
+
+
+def steady_windows(dep: dict[str, Any]) -> list[dict[str, Any]]:
+    """Windows with a TPOT histogram and a concurrency within 25% of the deployment's median."""
+    if dep.get("gaps"):
+        return []
+    rows = []
+    for w in dep.get("windows", []):
+        instances = int(w.get("instances") or (dep.get("plan") or {}).get("count") or 1)
+        running = _running(w, instances)
+        if (w.get("tpot") or {}).get("p50_ms") and running:
+            rows.append({**w, "running_per_instance": running})
+    if not rows:
+        return []
+    mid = statistics.median(w["running_per_instance"] for w in rows)
+    return [w for w in rows if abs(w["running_per_instance"] - mid) <= STEADY_SPREAD * mid]
+
+
+def fit_from_monitor(
+    report: dict[str, Any], source: str, *, input_len: int, output_len: int, engine: str | None = None
+) -> list[OverlayEntry]:
+    """One overlay entry per deployment with steady windows (TPOT/TTFT p50 at their concurrency)."""
+    try:
+        deployments = list(report["deployments"])
+    except (KeyError, TypeError) as err:
+        raise DataFileError(
+            f"{source} is not a `silica monitor report --json` result.", "pass that JSON."
+        ) from err
+    entries = []
+    for dep in deployments:
+        windows = steady_windows(dep)
+        if not windows:
+            continue
+        plan = dep["plan"]
+        vendor = "aws" if str(plan["family"]).startswith("neuron") else "nvidia"
+        batch = max(1, round(statistics.median(w["running_per_instance"] for w in windows)))
+        wl = InferenceWorkload(input_len=input_len, output_len=output_len, batch=batch)
+        e = estimate(plan["model"], wl, Deployment(instance=plan["instance"]))
+        if not e.feasible or e.tp is None:
+            continue
+        deployed = Deployed(
+            model=plan["model"], instance=plan["instance"], chip=e.chip, family=e.family, vendor=vendor,
+            engine=engine or default_engine(vendor), tp=e.tp, max_batch=batch,
+            max_len=input_len + output_len, dtype="bf16",
+        )  # fmt: skip
+        steps = [
+            {
+                "concurrency": max(1, round(w["running_per_instance"])),
+                "completed": 1,
+                "tpot_ms": {"p50": w["tpot"]["p50_ms"]},
+                "ttft_ms": {"p50": (w.get("ttft") or {}).get("p50_ms")},
+            }
+            for w in windows
+        ]
+        pseudo = {
+            "plan": LoadPlan(
+                input_len, output_len, tuple(s["concurrency"] for s in steps), 1, deployed=deployed
+            ).to_dict(),
+            "steps": steps,
+        }
+        entry = fit_from_pilot(pseudo, source)
+        entry["label"] = (
+            f"user calibration overlay ({deployed.engine}, from {len(windows)} steady production windows "
+            f"of {dep['name']} on {plan['instance']}, {entry['as_of']})"
+        )
+        entry["fitted_on"] = {
+            "windows": len(windows),
+            "metrics": ["tpot p50", "ttft p50"],
+            "deployment": dep["name"],
+        }
+        entries.append(entry)
+    if not entries:
+        raise InputError(
+            f"{source} has no steady window (latency histograms, no gap, steady running requests).",
+            "report over a longer or calmer period, or use `silica calibrate --from-pilot`.",
+        )
+    return entries

@@ -1,0 +1,260 @@
+"""`silica pilot import`: load-test reports users already have, as rows of the benchmarks schema.
+
+Formats, each recognised by its own keys (see tests/pilot/data/SOURCES.md for the example files):
+- guidellm `benchmarks.json` (guidellm 0.8: `benchmarks[].metrics.*_ms.successful`),
+- `vllm bench serve --save-result` JSON (`median_ttft_ms`, `output_throughput`, `max_concurrency`),
+- NVIDIA genai-perf `profile_export_genai_perf.json` (`time_to_first_token.{avg,p50}`),
+- the NxD Inference `benchmark_report.json` (`context_encoding_model.latency_ms_p50`, ...).
+Rows carry engine, version and hardware from the file where it says, else from the options.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from silica.errors import DataFileError, InputError
+
+__all__ = ["COLUMNS", "Imported", "import_report", "rows_to_csv"]
+
+COLUMNS = (
+    "id", "run", "source", "source_ref", "chip", "chips", "instance", "task", "model", "weight_dtype",
+    "compute_dtype", "batch", "micro_batch", "input_len", "output_len", "seq_len", "tp", "pp", "cp", "ep",
+    "metric", "value", "engine", "engine_version",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    format: str
+    engine: str | None
+    engine_version: str | None
+    rows: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    path: Path
+    instance: str | None
+    chip: str | None
+    engine: str | None
+    engine_version: str | None
+    model: str | None
+    batch: int | None
+    input_len: int | None
+    output_len: int | None
+    tp: int | None
+
+
+def _row(ctx: _Context, fmt: str, run: str, metric: str, value: float, **shape: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(COLUMNS, "")
+    chips = _chips(ctx.instance)
+    row.update(
+        run=run,
+        source=f"{fmt} report imported by silica pilot import",
+        source_ref=str(ctx.path.name),
+        chip=ctx.chip or _chip(ctx.instance) or "",
+        chips=chips if chips is not None else "",
+        instance=ctx.instance or "",
+        task="inference",
+        model=shape.pop("model", None) or ctx.model or "",
+        weight_dtype="bf16",
+        compute_dtype="bf16",
+        batch=shape.pop("batch", None) or ctx.batch or "",
+        input_len=shape.pop("input_len", None) or ctx.input_len or "",
+        output_len=shape.pop("output_len", None) or ctx.output_len or "",
+        tp=shape.pop("tp", None) or ctx.tp or "",
+        metric=metric,
+        value=float(value),
+        engine=shape.pop("engine", None) or ctx.engine or "",
+        engine_version=shape.pop("engine_version", None) or ctx.engine_version or "",
+    )
+    return row
+
+
+def _chip(instance: str | None) -> str | None:
+    if not instance:
+        return None
+    from silica.catalog import get_instance, load_catalog
+
+    return str(get_instance(load_catalog(), instance).chip)
+
+
+def _chips(instance: str | None) -> int | None:
+    if not instance:
+        return None
+    from silica.catalog import get_instance, load_catalog
+
+    return int(get_instance(load_catalog(), instance).chips)
+
+
+def _num(value: Any) -> float | None:
+    return (
+        float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+    )
+
+
+def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
+    (raw.get("metadata") or {}).get("guidellm_version")
+    backend = ((raw.get("config") or {}).get("spec") or {}).get("backend") or {}
+    rows: list[dict[str, Any]] = []
+    for i, b in enumerate(raw["benchmarks"]):
+        m = b["metrics"]
+        strategy = (b.get("config") or {}).get("strategy") or {}
+        batch = strategy.get("streams") or strategy.get("max_concurrency")
+
+        def stat(name: str, key: str = "median", m: dict[str, Any] = m) -> float | None:
+            return _num(((m.get(name) or {}).get("successful") or {}).get(key))
+
+        shape = {
+            "batch": batch,
+            "input_len": round(stat("prompt_token_count", "mean") or 0) or None,
+            "output_len": round(stat("output_token_count", "mean") or 0) or None,
+            "model": ctx.model or backend.get("model"),
+        }
+        run = f"guidellm-{i}-{strategy.get('type_', 'run')}@{batch}"
+        for metric, name, key in (
+            ("ttft_ms", "time_to_first_token_ms", "median"),
+            ("tpot_ms", "time_per_output_token_ms", "median"),
+            ("output_tok_s", "output_tokens_per_second", "mean"),
+        ):
+            value = stat(name, key)
+            if value is not None:
+                rows.append(_row(ctx, "guidellm", run, metric, value, **shape))
+    return Imported("guidellm", ctx.engine, ctx.engine_version or None, tuple(rows))
+
+
+def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
+    done = int(raw.get("completed") or 0)
+    shape = {
+        "batch": raw.get("max_concurrency"),
+        "input_len": round(raw["total_input_tokens"] / done)
+        if done and raw.get("total_input_tokens")
+        else None,
+        "output_len": round(raw["total_output_tokens"] / done)
+        if done and raw.get("total_output_tokens")
+        else None,
+        "model": ctx.model or raw.get("model_id"),
+        "engine": ctx.engine or "vllm",
+    }
+    run = f"vllm-bench-{raw.get('date', '')}@{raw.get('max_concurrency') or raw.get('request_rate')}"
+    rows = [
+        _row(ctx, "vllm bench serve", run, metric, v, **shape)
+        for metric, key in (
+            ("ttft_ms", "median_ttft_ms"),
+            ("tpot_ms", "median_tpot_ms"),
+            ("output_tok_s", "output_throughput"),
+        )
+        if (v := _num(raw.get(key))) is not None
+    ]
+    return Imported("vllm bench serve", shape["engine"], ctx.engine_version, tuple(rows))
+
+
+def _genai_perf(raw: dict[str, Any], ctx: _Context) -> Imported:
+    cfg = raw.get("input_config") or {}
+    stim = (cfg.get("perf_analyzer") or {}).get("stimulus") or {}
+    batch = stim.get("concurrency") or cfg.get("concurrency")
+    models = cfg.get("model") or cfg.get("model_names") or []
+
+    def stat(name: str) -> float | None:
+        d = raw.get(name) or {}
+        return _num(d.get("p50")) or _num(d.get("avg"))
+
+    shape = {
+        "batch": batch,
+        "input_len": round(stat("input_sequence_length") or 0) or None,
+        "output_len": round(stat("output_sequence_length") or 0) or None,
+        "model": ctx.model or (models[0] if isinstance(models, list) and models else None),
+    }
+    run = f"genai-perf@{batch}"
+    rows = [
+        _row(ctx, "genai-perf", run, metric, v, **shape)
+        for metric, key in (
+            ("ttft_ms", "time_to_first_token"),
+            ("tpot_ms", "inter_token_latency"),
+            ("output_tok_s", "output_token_throughput"),
+        )
+        if (v := stat(key)) is not None
+    ]
+    return Imported("genai-perf", ctx.engine, ctx.engine_version, tuple(rows))
+
+
+def _nxdi(raw: dict[str, Any], ctx: _Context) -> Imported:
+    missing = [f for f in ("batch", "input_len", "output_len", "tp") if getattr(ctx, f) is None]
+    if missing or not (ctx.instance or ctx.chip):
+        raise InputError(
+            f"{ctx.path} is an NxD Inference benchmark report, which does not record its shapes or hardware.",
+            "pass --instance, --batch, --input-len, --output-len and --tp as given to inference_demo.",
+        )
+    cte, tkg = raw.get("context_encoding_model") or {}, raw.get("token_generation_model") or {}
+    run = f"nxdi-{ctx.path.stem}"
+    engine = ctx.engine or "nxdi"
+    rows = []
+    if (v := _num(cte.get("latency_ms_p50"))) is not None:
+        rows.append(_row(ctx, "NxD Inference", run, "ttft_ms", v, engine=engine))
+    if (v := _num(tkg.get("latency_ms_p50"))) is not None:
+        rows.append(_row(ctx, "NxD Inference", run, "tpot_ms", v, engine=engine))
+    return Imported("NxD Inference benchmark", engine, ctx.engine_version, tuple(rows))
+
+
+def import_report(
+    path: Path,
+    *,
+    instance: str | None = None,
+    chip: str | None = None,
+    engine: str | None = None,
+    engine_version: str | None = None,
+    model: str | None = None,
+    batch: int | None = None,
+    input_len: int | None = None,
+    output_len: int | None = None,
+    tp: int | None = None,
+) -> Imported:
+    """Recognise the report's format by its keys and turn each measured point into schema rows."""
+    try:
+        raw = json.loads(path.read_text())
+    except OSError as err:
+        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataFileError(f"{path} is not JSON: {err}.", "pass the JSON report the tool wrote.") from err
+    ctx = _Context(path, instance, chip, engine, engine_version, model, batch, input_len, output_len, tp)
+    if not isinstance(raw, dict):
+        raise DataFileError(f"{path} is not a JSON object.", "pass the JSON report the tool wrote.")
+    try:
+        if isinstance(raw.get("benchmarks"), list) and "guidellm_version" in (raw.get("metadata") or {}):
+            found = _guidellm(raw, ctx)
+        elif "median_ttft_ms" in raw or "output_throughput" in raw:
+            found = _vllm_bench(raw, ctx)
+        elif isinstance(raw.get("time_to_first_token"), dict) or isinstance(raw.get("request_latency"), dict):
+            found = _genai_perf(raw, ctx)
+        elif "context_encoding_model" in raw or "token_generation_model" in raw:
+            found = _nxdi(raw, ctx)
+        else:
+            raise DataFileError(
+                f"{path} is not a report Silica knows (guidellm, vllm bench serve, genai-perf, NxD Inference).",
+                "pass one of those tools' JSON reports.",
+            )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise DataFileError(
+            f"{path} looks like a known report but is malformed: {err!r}.", "pass the file the tool wrote."
+        ) from err
+    if not found.rows:
+        raise DataFileError(
+            f"{path} ({found.format}) has no successful measurement to import.",
+            "check that the run succeeded.",
+        )
+    rows = tuple({**r, "id": i + 1} for i, r in enumerate(found.rows))
+    return Imported(found.format, found.engine, found.engine_version, rows)
+
+
+def rows_to_csv(rows: tuple[dict[str, Any], ...]) -> str:
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=COLUMNS)
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return out.getvalue()

@@ -1,0 +1,288 @@
+"""`silica pilot plan`: the kit that launches the estimate's layout and the load that tests it.
+
+The layout (tp, max concurrent sequences, max model length, dtype) comes from the library's
+`estimate`; the engine flags that carry it come from `data/pilot/engines.yaml`; the prediction at
+each load step is `estimate` again at that concurrency, with its band. Nothing here is launched:
+SkyPilot, Kubernetes or a shell runs the files.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from silica.errors import InputError
+from silica.pilot.engines import Engine, engine_for
+from silica.pilot.loadplan import PLAN_FILE, PREDICTION_FILE, Deployed, LoadPlan
+from silica.plan import estimate
+from silica.workload import Deployment, InferenceWorkload, check_dtype
+
+__all__ = ["Kit", "make_kit", "predict_steps", "write_kit"]
+
+PORT = 8000
+# Neuron compiles static shapes: the max model length is the sequence bucket, a power of two.
+MIN_NEURON_BUCKET = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Kit:
+    plan: LoadPlan
+    prediction: dict[str, Any]
+    files: dict[str, str]  # file name -> text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan.to_dict(), "prediction": self.prediction, "files": sorted(self.files)}
+
+
+def _bucket(n: int) -> int:
+    size = MIN_NEURON_BUCKET
+    while size < n:
+        size *= 2
+    return size
+
+
+def _steps(capacity: int) -> tuple[int, ...]:
+    """Around the predicted capacity: light load, a quarter, half, at capacity, and past it."""
+    picks = {1, capacity // 4, capacity // 2, capacity, capacity * 3 // 2}
+    return tuple(sorted(c for c in picks if c >= 1))
+
+
+def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[str, Any]:
+    """What the estimate expects at each concurrency step of the plan, with its band."""
+    dep = plan.deployed
+    if dep is None:
+        raise InputError(
+            "The load plan names no deployment to predict for.", "write it with `silica pilot plan`."
+        )
+    steps = []
+    note = ""
+    for c in plan.concurrency:
+        wl = InferenceWorkload(
+            input_len=plan.input_len,
+            output_len=plan.output_len,
+            batch=c,
+            weight_dtype=dep.dtype,  # type: ignore[arg-type]
+            compute_dtype=dep.dtype,  # type: ignore[arg-type]
+            seq_len=dep.max_len if dep.vendor == "aws" else None,
+        )
+        e = estimate(model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration)
+        note = e.calibration
+        steps.append(
+            {
+                "concurrency": c,
+                "feasible": e.feasible,
+                "reasons": list(e.reasons),
+                "ttft_ms": e.ttft_ms,
+                "tpot_ms": e.tpot_ms,
+                "output_tokens_per_s": e.output_tokens_per_s,
+                "bands": {k: [b.low, b.high] for k, b in e.bands.items()},
+            }
+        )
+    return {
+        "schema": "silica.pilot.prediction/1",
+        "model": dep.model,
+        "instance": dep.instance,
+        "engine": dep.engine,
+        "calibration": note,
+        "usd_per_hour": e.usd_per_hour if plan.concurrency else None,
+        "steps": steps,
+    }
+
+
+def make_kit(
+    model: str,
+    instance: str,
+    *,
+    engine: str | None = None,
+    input_len: int = 512,
+    output_len: int = 128,
+    dtype: str = "bf16",
+    ttft_slo_ms: float | None = None,
+    tpot_slo_ms: float | None = None,
+    concurrency: tuple[int, ...] | None = None,
+    requests_per_step: int = 64,
+    serve_model: str | None = None,
+    calibration: Any = None,
+) -> Kit:
+    """Choose the layout with `estimate`, then write the launch files and the load plan around it."""
+    check_dtype(dtype, "dtype")
+    base = InferenceWorkload(
+        input_len=input_len,
+        output_len=output_len,
+        ttft_slo_ms=ttft_slo_ms,
+        tpot_slo_ms=tpot_slo_ms,
+        weight_dtype=dtype,  # type: ignore[arg-type]
+        compute_dtype=dtype,  # type: ignore[arg-type]
+    )
+    first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
+    eng = engine_for(engine, first.vendor, instance)
+    max_len = _bucket(input_len + output_len) if first.vendor == "aws" else input_len + output_len
+    if first.vendor == "aws":
+        base = replace(base, seq_len=max_len)
+        first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
+    if not first.feasible or first.tp is None or first.batch is None:
+        why = "; ".join(first.reasons) or "no feasible layout"
+        raise InputError(
+            f"{model} cannot be served on {instance}: {why}.",
+            "pick a larger instance (see `silica compare`).",
+        )
+    steps = concurrency or _steps(first.batch)
+    deployed = Deployed(
+        model=model,  # as the user named it (an id or a config path), so it can be estimated again
+        instance=instance,
+        chip=first.chip,
+        family=first.family,
+        vendor=first.vendor,
+        engine=eng.name,
+        tp=first.tp,
+        max_batch=max(steps),
+        max_len=max_len,
+        dtype=dtype,
+    )
+    plan = LoadPlan(
+        input_len=input_len,
+        output_len=output_len,
+        concurrency=tuple(steps),
+        requests_per_step=requests_per_step,
+        ttft_slo_ms=ttft_slo_ms,
+        tpot_slo_ms=tpot_slo_ms,
+        deployed=deployed,
+        notes=(
+            f"layout from `silica estimate {model} --on {instance}`: tp={first.tp}, best batch {first.batch}",
+            f"engine flags: {eng.source} (as of {eng.as_of})",
+        ),
+    )
+    prediction = predict_steps(model, plan, calibration)
+    served = serve_model or model
+    return Kit(plan=plan, prediction=prediction, files=_files(eng, deployed, served, plan, prediction))
+
+
+def _server_args(eng: Engine, dep: Deployed, model: str) -> list[str]:
+    return eng.launch_args(
+        model, tp=dep.tp, batch=dep.max_batch, max_len=dep.max_len, dtype=dep.dtype, port=PORT
+    )
+
+
+def _docker(eng: Engine, dep: Deployed, model: str) -> str:
+    server = " ".join(shlex.quote(a) for a in _server_args(eng, dep, model))
+    if dep.vendor == "aws":
+        devices = '$(for d in /dev/neuron*; do printf -- "--device=%s " "$d"; done)'
+    else:
+        devices = "--gpus all"
+    return (
+        f"docker run --rm --network host --ipc host {devices} "
+        f'-e HF_TOKEN="${{HF_TOKEN:-}}" -v "$HOME/.cache/huggingface:/root/.cache/huggingface" '
+        f"--entrypoint '' {shlex.quote(eng.image)} {server}"
+    )
+
+
+def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
+    task: dict[str, Any] = {
+        "name": f"silica-pilot-{dep.model}-{dep.instance}".replace(".", "-"),
+        "resources": {"cloud": "aws", "instance_type": dep.instance, "ports": PORT},
+        "envs": {"HF_TOKEN": ""},
+        "setup": "docker --version",
+        "run": _docker(eng, dep, model) + "\n",
+    }
+    head = (
+        f"# SkyPilot task written by `silica pilot plan` for {dep.model} on {dep.instance} ({eng.label}).\n"
+        f"# Launch: sky launch -c silica-pilot sky.yaml --env HF_TOKEN; then\n"
+        f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} --model {model} --plan .\n"
+        + (
+            f"# Neuron: SkyPilot picks its Neuron image for {dep.instance}; the server runs in the Neuron DLC.\n"
+            if dep.vendor == "aws"
+            else ""
+        )
+    )
+    return head + str(yaml.safe_dump(task, sort_keys=False))
+
+
+def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
+    count = _devices(dep)
+    resource = "aws.amazon.com/neuron" if dep.vendor == "aws" else "nvidia.com/gpu"
+    name = "silica-pilot"
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"node.kubernetes.io/instance-type": dep.instance},
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": eng.image,
+                            "command": _server_args(eng, dep, model),
+                            "ports": [{"containerPort": PORT}],
+                            "resources": {"limits": {resource: count}},
+                            "env": [
+                                {
+                                    "name": "HF_TOKEN",
+                                    "valueFrom": {
+                                        "secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}
+                                    },
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": PORT, "targetPort": PORT}]},
+    }
+    return str(yaml.safe_dump_all([deployment, service], sort_keys=False))
+
+
+def _devices(dep: Deployed) -> int:
+    from silica.catalog import get_instance, load_catalog
+
+    return int(get_instance(load_catalog(), dep.instance).chips)
+
+
+def _files(
+    eng: Engine, dep: Deployed, model: str, plan: LoadPlan, prediction: dict[str, Any]
+) -> dict[str, str]:
+    script = (
+        "#!/usr/bin/env bash\n"
+        f"# Start {eng.label} for {dep.model} on this {dep.instance}, as `silica pilot plan` laid it out.\n"
+        f"# Flags: {eng.source} (as of {eng.as_of}).\n"
+        "set -euo pipefail\n" + _docker(eng, dep, model) + "\n"
+    )
+    return {
+        "sky.yaml": _skypilot(eng, dep, model),
+        "launch.sh": script,
+        "k8s.yaml": _k8s(eng, dep, model),
+        PLAN_FILE: json.dumps(plan.to_dict(), indent=2) + "\n",
+        PREDICTION_FILE: json.dumps(prediction, indent=2) + "\n",
+    }
+
+
+def write_kit(kit: Kit, directory: Path) -> list[Path]:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, text in kit.files.items():
+            path = directory / name
+            path.write_text(text)
+            if name.endswith(".sh"):
+                path.chmod(0o755)
+            written.append(path)
+    except OSError as err:
+        raise InputError(
+            f"Cannot write the kit to {directory}: {err.strerror}.", "choose a writable --out."
+        ) from err
+    return written

@@ -1,0 +1,94 @@
+"""The `silica pilot compare` page: measured against predicted at each load step, with curves.
+
+It presents a `PilotComparison` as the library returns it; nothing here computes a figure.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from silica import __version__
+from silica.pilot.compare import PilotComparison, StepCheck
+from silica.report.html import CSS, _t, _table
+from silica.report.svg import Line, line_chart
+
+__all__ = ["pilot_html"]
+
+EXTRA_CSS = """
+.wide{overflow-x:auto;max-width:100%} .slower{color:#b00020;font-weight:600} .faster{color:#0072b2;font-weight:600}
+.confirmed{color:#006b3c;font-weight:600}
+@media (max-width:600px){body{margin:.5rem auto;padding:0 .5rem}table{font-size:.78rem}h1{font-size:1.3rem}}
+"""
+_TITLES = {
+    "tpot_ms": ("Time per output token (p50) vs concurrency", "ms"),
+    "ttft_ms": ("Time to first token (p50) vs concurrency", "ms"),
+    "output_tokens_per_s": ("Output tokens per second vs concurrency", ""),
+}
+
+
+def _n(value: float | None, spec: str = ",.4g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _chart(checks: list[StepCheck], metric: str) -> str:
+    rows = sorted((k for k in checks if k.metric == metric), key=lambda k: k.concurrency)
+    if not rows:
+        return ""
+    x = [float(k.concurrency) for k in rows]
+    title, unit = _TITLES[metric]
+    lines = [
+        Line("measured", [k.measured for k in rows], "proposed"),
+        Line("predicted", [k.predicted for k in rows], "current", dashed=True),
+        Line("band low (p10)", [k.low for k in rows], "stay", dashed=True),
+        Line("band high (p90)", [k.high for k in rows], "other", dashed=True),
+    ]
+    labels = [(float(k.concurrency), str(k.concurrency)) for k in rows]
+    return line_chart(x, lines, title=title, unit=unit, x_labels=labels)
+
+
+def _verdict_cell(verdict: str) -> str:
+    css = verdict.split()[0]
+    return f'<span class="{escape(css)}">{_t(verdict)}</span>'
+
+
+def pilot_html(cmp: PilotComparison) -> str:
+    checks = list(cmp.checks)
+    name = cmp.model.rstrip("/").rsplit("/", 1)[-1]  # a model given as a folder: its name, not the path
+    body = [
+        f"<h1>Pilot: {_t(name)} on {_t(cmp.instance)} ({_t(cmp.engine)})</h1>",
+        f"<p><strong>Verdict:</strong> {_verdict_cell(cmp.verdict)}</p>",
+        f"<p><strong>What it changes for advise:</strong> {_t(cmp.advise_effect)}</p>",
+        f'<p class="small">Prediction: {_t(cmp.prediction_source)}; calibration: {_t(cmp.calibration)}. '
+        "Measured latencies are p50 under closed-loop load, so they include queueing in the server.</p>",
+    ]
+    for metric in ("tpot_ms", "ttft_ms", "output_tokens_per_s"):
+        body.append(f'<div class="wide">{_chart(checks, metric)}</div>')
+    rows = [
+        [
+            str(k.concurrency),
+            _t(k.metric),
+            _n(k.measured),
+            _n(k.predicted),
+            f"{_n(k.low)} - {_n(k.high)}",
+            _n(k.ratio, ",.3g"),
+            _verdict_cell(k.verdict),
+        ]
+        for k in sorted(checks, key=lambda k: (k.metric, k.concurrency))
+    ]
+    body.append("<h2>Every step</h2>")
+    body.append(
+        '<div class="wide">'
+        + _table(
+            ["concurrency", "metric", "measured", "predicted", "band", "measured/predicted", "verdict"],
+            rows,
+            (0, 2, 3, 4, 5),
+        )
+        + "</div>"
+    )
+    body.append(f'<p class="small">silica {escape(__version__)}</p>')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Pilot {escape(cmp.model)} on {escape(cmp.instance)}</title>"
+        f"<style>{CSS}{EXTRA_CSS}</style></head><body>\n{''.join(body)}\n</body></html>\n"
+    )

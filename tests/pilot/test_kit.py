@@ -1,0 +1,143 @@
+"""`silica pilot plan`: kits SkyPilot parses, whose engine flags carry the layout `estimate` chose."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.pilot.conftest import run
+
+from silica.catalog import get_instance, load_catalog
+from silica.pilot.engines import load_engines
+from silica.plan import estimate
+from silica.workload import Deployment, InferenceWorkload
+
+CASES = [
+    # instance, engine, flag for tp, flag for batch, flag for max length
+    ("inf2.xlarge", None, "--tensor-parallel-size", "--max-num-seqs", "--max-model-len"),
+    ("g6e.xlarge", None, "--tensor-parallel-size", "--max-num-seqs", "--max-model-len"),
+    ("g6e.xlarge", "sglang", "--tp-size", "--max-running-requests", "--context-length"),
+    ("g6e.xlarge", "trtllm", "--tp_size", "--max_batch_size", "--max_seq_len"),
+]
+
+
+def _flag(args: list[str], flag: str) -> str:
+    return args[args.index(flag) + 1]
+
+
+@pytest.mark.parametrize(("instance", "engine", "tp_flag", "batch_flag", "len_flag"), CASES)
+def test_kit_carries_the_estimated_layout(
+    tmp_path: Path, instance: str, engine: str | None, tp_flag: str, batch_flag: str, len_flag: str
+) -> None:
+    out = tmp_path / "kit"
+    args = [
+        "pilot",
+        "plan",
+        "llama-3.1-8b",
+        "--on",
+        instance,
+        "--out",
+        str(out),
+        "--hf-model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+    ]
+    code, _stdout, stderr = run(*args, *(["--engine", engine] if engine else []))
+    assert code == 0, stderr
+    assert {p.name for p in out.iterdir()} == {
+        "sky.yaml",
+        "launch.sh",
+        "k8s.yaml",
+        "load_plan.json",
+        "prediction.json",
+    }
+    plan = json.loads((out / "load_plan.json").read_text())
+    dep = plan["deployed"]
+    neuron = instance.startswith("inf")
+    wl = InferenceWorkload(input_len=512, output_len=128, seq_len=1024 if neuron else None)
+    best = estimate("llama-3.1-8b", wl, Deployment(instance=instance))
+    assert dep["tp"] == best.tp
+    assert dep["max_len"] == (1024 if neuron else 640)  # Neuron: the power-of-two bucket above 640
+    assert best.batch in plan["concurrency"]  # the load steps bracket the predicted capacity
+    # The shell script, the SkyPilot run and the Kubernetes container start the same server command.
+    script = (out / "launch.sh").read_text().splitlines()[-1]
+    server = shlex.split(script.split("--entrypoint '' ")[1])[1:]
+    assert server[0] in ("vllm", "python3", "trtllm-serve")
+    assert _flag(server, tp_flag) == str(best.tp)
+    assert _flag(server, batch_flag) == str(max(plan["concurrency"]))
+    assert _flag(server, len_flag) == str(dep["max_len"])
+    assert "meta-llama/Llama-3.1-8B-Instruct" in server
+    docs = list(yaml.safe_load_all((out / "k8s.yaml").read_text()))
+    container = docs[0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == server
+    chips = get_instance(load_catalog(), instance).chips
+    assert container["resources"]["limits"] == {
+        ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu"): chips
+    }
+    # Every step has a prediction with its band.
+    pred = json.loads((out / "prediction.json").read_text())
+    assert [s["concurrency"] for s in pred["steps"]] == plan["concurrency"]
+    first = pred["steps"][0]
+    lo, hi = first["bands"]["tpot_ms"]
+    assert lo <= first["tpot_ms"] <= hi
+    _skypilot_parses(tmp_path, out / "sky.yaml", instance)
+
+
+def _skypilot_parses(tmp_path: Path, task: Path, instance: str) -> None:
+    """SkyPilot's own parser, offline: its AWS catalog is seeded with this instance from Silica's catalog."""
+    home = tmp_path / "home"
+    cat = home / ".sky" / "catalogs" / "v6" / "aws"
+    cat.mkdir(parents=True)
+    inst = get_instance(load_catalog(), instance)
+    chip = load_catalog().chips[inst.chip]
+    name = {"inferentia2": "Inferentia2", "l40s": "L40S"}[chip.id]
+    (cat / "vms.csv").write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"
+        f"{instance},{name},{inst.chips},{inst.vcpus},{inst.memory_gib},,,,us-east-1,us-east-1a\n"
+    )
+    code = (
+        "import sys, sky\n"
+        "t = sky.Task.from_yaml(sys.argv[1])\n"
+        "(r,) = t.resources\n"
+        "print(r.instance_type, t.run.split()[0])\n"
+    )
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(task)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == [instance, "docker"]
+
+
+def test_every_engine_names_its_documentation() -> None:
+    engines = load_engines()
+    assert {"vllm", "sglang", "trtllm", "vllm-neuron", "nxdi"} <= set(engines)
+    for e in engines.values():
+        assert e.source and e.as_of.startswith("20"), e.name
+        assert {"tp", "batch", "max_len"} <= set(e.flags), e.name
+
+
+def test_wrong_engine_for_the_chip_is_one_line(tmp_path: Path) -> None:
+    code, _, err = run(
+        "pilot",
+        "plan",
+        "llama-3.1-8b",
+        "--on",
+        "inf2.xlarge",
+        "--engine",
+        "trtllm",
+        "--out",
+        str(tmp_path / "k"),
+    )
+    assert code == 2
+    assert err.count("\n") == 1 and "does not run on inf2.xlarge" in err and "To fix" in err
+    code, _, err = run(
+        "pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--engine", "vlm", "--out", str(tmp_path / "k")
+    )
+    assert code == 2 and "Unknown engine 'vlm'" in err
+    assert not (tmp_path / "k").exists()
