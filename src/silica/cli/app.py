@@ -75,6 +75,7 @@ def _register() -> None:
         "advise_cmd",
         "fleet_cmd",
         "monitor_cmd",
+        "serve_cmd",
     ):
         importlib.import_module(f"silica.cli.{name}").register(app)
 
