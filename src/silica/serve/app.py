@@ -66,9 +66,15 @@ class Guard:
         path: str = scope["path"]
         headers = dict(scope["headers"])
 
+        limit, seen, too_big, started = self.settings.max_body_bytes, 0, False, False
+
         async def send_secure(message: Message) -> None:
+            nonlocal started
+            if too_big:
+                return  # the app's answer to a cut-off body is replaced by the 413 below
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *_HEADERS]
+                started = True
             await send(message)
 
         refusal = self._refuse(scope, path, headers)
@@ -85,22 +91,39 @@ class Guard:
                 headers={"retry-after": "1"},
             )(scope, receive, send_secure)
             return
-        limit, seen = self.settings.max_body_bytes, 0
 
         async def receive_limited() -> Message:
-            nonlocal seen
+            nonlocal seen, too_big
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
+                    too_big = True
                     raise ProblemError(413, f"The request body is over {limit // 1024} KiB.", "send less.")
             return message
 
         self.inflight += heavy
         try:
             await self.app(scope, receive_limited, send_secure)
+        except Exception as exc:
+            # Starlette re-raises a bug after its handler answered (500 problem, logged with a
+            # reference); letting it reach uvicorn would drop the kept-alive connection as well.
+            if not too_big and not started:
+                from starlette.requests import Request
+
+                from silica.serve.problems import internal_error
+
+                await internal_error(Request(scope), exc)(scope, receive, send_secure)
         finally:
             self.inflight -= heavy
+        if too_big:
+            too_big = False
+            await problem_response(
+                413,
+                f"The request body is over the {limit // 1024} KiB limit. To fix: send a smaller body "
+                "(inventories and configs are a few KiB).",
+                kind="refused",
+            )(scope, receive, send_secure)
 
     def _refuse(self, scope: Scope, path: str, headers: dict[bytes, bytes]) -> Any:
         length = headers.get(b"content-length")
