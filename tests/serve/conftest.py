@@ -41,7 +41,9 @@ def running(settings: ServeSettings) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error", lifespan="on")
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=port, log_level="error", lifespan="on"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -61,7 +63,9 @@ def pg_url_or_fail() -> str:
     if PG_URL:
         return PG_URL
     if os.environ.get("CI") == "true":
-        pytest.fail("CI=true but SILICA_TEST_PG_URL is not set: PostgreSQL is required (source .ci/postgres.sh).")
+        pytest.fail(
+            "CI=true but SILICA_TEST_PG_URL is not set: PostgreSQL is required (source .ci/postgres.sh)."
+        )
     pytest.skip("SILICA_TEST_PG_URL is not set: run `source .ci/postgres.sh` to test on PostgreSQL")
 
 

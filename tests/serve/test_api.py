@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.serve.conftest import EXAMPLES, ROOT
 from typer.testing import CliRunner
 
 from silica import api
 from silica.cli._common import plain
 from silica.store import open_store
-from tests.serve.conftest import EXAMPLES, ROOT
 
 PUBLISHED = ROOT.parent / "shared" / "benchmarks" / "published.csv"
 
@@ -79,7 +79,9 @@ def test_estimate_is_the_library_result(client: Any) -> None:
     body = {"model": "llama-3.1-70b", "on": "trn1.32xlarge", "input_len": 2048, "output_len": 512}
     got = client.post("/api/v1/estimate", json=body)
     assert got.status_code == 200
-    assert got.json() == _lib(api.estimate("llama-3.1-70b", "trn1.32xlarge", input_len=2048, output_len=512).data)
+    assert got.json() == _lib(
+        api.estimate("llama-3.1-70b", "trn1.32xlarge", input_len=2048, output_len=512).data
+    )
     multi = client.post("/api/v1/estimate", json={"model": "llama-3.1-8b", "on": "p5.48xlargex2"}).json()
     assert multi["count"] == 2
 
@@ -115,7 +117,9 @@ def test_a_path_is_not_a_model_here(client: Any) -> None:
 
 
 def test_infeasible_slo_and_bad_workload_are_4xx(client: Any) -> None:
-    bad = client.post("/api/v1/compare", json={"model": "llama-3.1-8b", "rate_req_per_s": 1, "tokens_per_month": 9e12})
+    bad = client.post(
+        "/api/v1/compare", json={"model": "llama-3.1-8b", "rate_req_per_s": 1, "tokens_per_month": 9e12}
+    )
     assert bad.status_code == 400 and "contradicts" in bad.json()["detail"]
     training = client.post("/api/v1/compare", json={"model": "llama-3.1-8b", "task": "training"})
     assert training.status_code == 400 and "sequence length" in training.json()["detail"]
@@ -124,7 +128,10 @@ def test_infeasible_slo_and_bad_workload_are_4xx(client: Any) -> None:
 def _advise(client: Any, **data: Any) -> Any:
     files = [
         ("inventory", ("inventory.yaml", (EXAMPLES / "inventory.yaml").read_bytes(), "text/yaml")),
-        ("scans", ("ranker.scan.json", (EXAMPLES / "scans" / "ranker.scan.json").read_bytes(), "application/json")),
+        (
+            "scans",
+            ("ranker.scan.json", (EXAMPLES / "scans" / "ranker.scan.json").read_bytes(), "application/json"),
+        ),
     ]
     return client.post("/api/v1/advise", files=files, data=data)
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.serve.conftest import EXAMPLES, running
 from typer.testing import CliRunner
 
 from silica.errors import InputError
 from silica.serve import ServeSettings, create_app, is_loopback, load_tokens
 from silica.store import open_store
-from tests.serve.conftest import EXAMPLES, running
 
 TOKEN = "team-token-0123456789abcdef"
 
@@ -32,7 +32,9 @@ def _problem(resp: Any, status: int) -> str:
 
 
 def test_malformed_json_wrong_types_unknown_fields(client: Any) -> None:
-    bad = client.post("/api/v1/compare", content=b'{"model": "llama', headers={"content-type": "application/json"})
+    bad = client.post(
+        "/api/v1/compare", content=b'{"model": "llama', headers={"content-type": "application/json"}
+    )
     assert "not valid JSON" in _problem(bad, 422)
     typed = client.post("/api/v1/compare", json={"model": "llama-3.1-8b", "input_len": "many"})
     assert "input_len" in _problem(typed, 422)
@@ -82,8 +84,12 @@ def test_yaml_bomb_binary_config_and_path_tricks(client: Any, backend: str) -> N
     assert "not valid JSON" in _problem(not_json, 422)
     latin = client.post("/api/v1/advise", files={"inventory": ("inv.yaml", "team: é".encode("latin-1"))})
     assert "UTF-8" in _problem(latin, 422)
-    inventory = (EXAMPLES / "inventory.yaml").read_text().replace("scans/ranker.scan.json", "../../../etc/passwd")
-    trick = client.post("/api/v1/advise", files={"inventory": ("../../../../tmp/evil.yaml", inventory.encode())})
+    inventory = (
+        (EXAMPLES / "inventory.yaml").read_text().replace("scans/ranker.scan.json", "../../../etc/passwd")
+    )
+    trick = client.post(
+        "/api/v1/advise", files={"inventory": ("../../../../tmp/evil.yaml", inventory.encode())}
+    )
     detail = _problem(trick, 422)
     assert "outside the upload" in detail and detail.startswith("evil.yaml")
     absolute = inventory.replace("../../../etc/passwd", "/etc/passwd")
@@ -109,7 +115,9 @@ def test_a_burst_is_refused_not_queued(base: str) -> None:
     async def burst() -> list[int]:
         async with httpx.AsyncClient(base_url=base, timeout=120) as c:
             calls = [
-                c.post("/api/v1/compare", json={"model": "llama-3.1-8b", "input_len": 100 + i, "output_len": 64})
+                c.post(
+                    "/api/v1/compare", json={"model": "llama-3.1-8b", "input_len": 100 + i, "output_len": 64}
+                )
                 for i in range(48)
             ]
             return [r.status_code for r in await asyncio.gather(*calls)]
@@ -129,7 +137,10 @@ def test_a_burst_is_refused_not_queued(base: str) -> None:
 
 async def _statuses(base: str) -> list[httpx.Response]:
     async with httpx.AsyncClient(base_url=base, timeout=120) as c:
-        calls = [c.post("/api/v1/compare", json={"model": "llama-3.1-70b", "input_len": 300 + i}) for i in range(40)]
+        calls = [
+            c.post("/api/v1/compare", json={"model": "llama-3.1-70b", "input_len": 300 + i})
+            for i in range(40)
+        ]
         return list(await asyncio.gather(*calls))
 
 
@@ -184,7 +195,6 @@ def test_a_bug_is_a_500_with_a_reference(tmp_path: Path, caplog: pytest.LogCaptu
         raise ZeroDivisionError("secret internals")
 
     import uvicorn
-
     from tests.serve.conftest import free_port
 
     port = free_port()

@@ -33,7 +33,7 @@ def page(title: str, body: str, active: str = "") -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)} - Silica</title>"
-        '<link rel="stylesheet" href="/static/silica.css"><script src="/static/silica.js" defer></script>'
+        '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/silica.css"><script src="/static/silica.js" defer></script>'
         '</head><body><a class="skip" href="#main">Skip to content</a>'
         f'<header><a class="brand" href="/">Silica</a><nav aria-label="Main">{nav}</nav></header>'
         f'<main id="main"><h1>{esc(title)}</h1>{body}</main>'

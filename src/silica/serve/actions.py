@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from silica import api
 from silica.cli._common import plain
 from silica.errors import SilicaError
+from silica.serve.jobs import Job, Jobs
 from silica.serve.problems import ProblemError
 from silica.serve.settings import ServeSettings
 from silica.serve.uploads import check_json_object, check_yaml, safe_name, upload_dir, utf8_text
@@ -135,7 +136,9 @@ def advise(state: Any, upload: InventoryUpload, settings: list[str], keep: bool)
         inv = load_inventory(path)
         result = api.advise(inv, settings=settings).data
         html, markdown = _scrub(advice_html(result), folder), _scrub(advice_markdown(result), folder)
-        records = [(k, _scrub(n, folder), _scrub(plain(p), folder)) for k, n, p in _advice_records(inv, result)]
+        records = [
+            (k, _scrub(n, folder), _scrub(plain(p), folder)) for k, n, p in _advice_records(inv, result)
+        ]
         result = _scrub(plain(result), folder)
     ids: list[int] = []
     if keep:
@@ -219,7 +222,7 @@ def fleet_simulate(data: bytes, filename: str | None) -> Any:
         return _scrub(plain(simulate(fleet, make_policies(ff, None))), folder)
 
 
-def submit_sweep(state: Any, data: bytes, filename: str | None) -> Any:
+def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
     from silica.fleet import run_sweep
 
     ctx = upload_dir()
@@ -229,7 +232,8 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Any:
     except BaseException:
         ctx.__exit__(None, None, None)
         raise
-    return state.jobs.submit(
+    jobs: Jobs = state.jobs
+    return jobs.submit(
         "fleet-sweep",
         safe_name(filename, "fleet.yaml"),
         lambda: run_sweep(path),
@@ -237,7 +241,7 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Any:
     )
 
 
-def submit_calibration(state: Any, data: bytes, filename: str | None) -> Any:
+def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
     from silica.perf.calibration import calibration_to_json
     from silica.validate.benchmarks import read_benchmarks
     from silica.validate.fit import fit_calibration
@@ -252,7 +256,8 @@ def submit_calibration(state: Any, data: bytes, filename: str | None) -> Any:
     def work() -> Any:
         return calibration_to_json(fit_calibration(read_benchmarks(path), command="silica serve calibrate"))
 
-    return state.jobs.submit("calibrate", label, work, lambda: ctx.__exit__(None, None, None))
+    jobs: Jobs = state.jobs
+    return jobs.submit("calibrate", label, work, lambda: ctx.__exit__(None, None, None))
 
 
 def store_display(settings: ServeSettings) -> str:

@@ -137,10 +137,13 @@ def _form(params: dict[str, str]) -> str:
 
 def _ranked(result: dict[str, Any]) -> str:
     training = result.get("task") == "training"
+    wl = result.get("workload") or {}
+    loaded = not training and bool(wl.get("rate_req_per_s") or wl.get("tokens_per_month"))
     metric, unit = (
         ("usd_per_run", "USD per run") if training else ("usd_per_1m_output_tokens", "USD / 1M output tokens")
     )
-    rows, bars = [], []
+    rows: list[list[str]] = []
+    bars: list[tuple[str, float, float | None, float | None]] = []
     for rank, r in enumerate(result.get("results", []), 1):
         band = "-"
         if r.get(f"{metric}_low") is not None:
@@ -165,7 +168,9 @@ def _ranked(result: dict[str, Any]) -> str:
         )
         rows.append(
             [str(rank), esc(r.get("instance")), esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf,
-             num(r.get("usd_per_hour")), num(r.get(metric), ",.3f"), band, esc(note)]
+             num(r.get("usd_per_hour")), num(r.get(metric), ",.3f"), band,
+             *([num(r.get("instances_for_load"), ",d"), num(r.get("usd_per_month"), ",.0f")] if loaded else []),
+             esc(note)]
         )  # fmt: skip
         if r.get("feasible") and r.get(metric) is not None and len(bars) < 12:
             bars.append(
@@ -178,13 +183,17 @@ def _ranked(result: dict[str, Any]) -> str:
             )
     head = ["#", "instance", "n", "chip", "layout"]
     head += ["tok/s/chip", "days"] if training else ["TTFT ms", "TPOT ms", "out tok/s"]
-    head += ["$/h", unit, "p10-p90", "note"]
+    head += ["$/h", unit, "p10-p90", *(["instances", "$/month"] if loaded else []), "note"]
     n_perf = 2 if training else 3
-    numeric = [0, 2, *range(5, 5 + n_perf + 3)]
-    chart = bar_band_chart(bars, title=f"Cheapest {len(bars)}: {unit}, bars with p10-p90 bands", unit=unit)
+    numeric = [0, 2, *range(5, 5 + n_perf + 3 + 2 * loaded)]
+    order = "by USD a month for the load" if loaded else "by cost"
+    chart = bar_band_chart(
+        bars, title=f"First {len(bars)} in rank order ({order}): {unit}, p10-p90 bands", unit=unit
+    )
     caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by cost"
     return (
-        f'<section aria-label="Results"><h2>Ranked</h2><figure>{chart}</figure>'
+        f'<section class="ranked" aria-label="Results"><h2>Ranked</h2>'
+        f'<figure class="scroll chart-box" role="group" aria-label="Chart" tabindex="0">{chart}</figure>'
         f"{table(head, rows, numeric=numeric, caption=caption)}</section>"
     )
 
@@ -251,7 +260,7 @@ async def advise_submit(
     rows = [
         [esc(w.get("name")), f'<span class="v v-{esc(w.get("verdict"))}">{esc(w.get("verdict"))}</span>',
          num(w.get("current_monthly_usd"), ",.0f"), num(w.get("proposed_monthly_usd"), ",.0f"),
-         num(w.get("monthly_savings_usd"), ",.0f"), num(w.get("payback_months"), ",.1f"),
+         num(w.get("monthly_savings_usd"), ",.0f"), num(w.get("payback_months"), ",.2f"),
          esc((w.get("reasons") or [""])[0])]
         for w in advice.get("workloads", [])
     ]  # fmt: skip

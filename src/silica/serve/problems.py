@@ -92,47 +92,53 @@ def _validation(exc: Any) -> Response:
         problem = "The request body is not valid JSON."
         fix = "send a JSON object (Content-Type: application/json)."
     else:
-        problem = f"Field {where}: {_one_line(first.get('msg', 'invalid'))}{more}."
+        problem = f"Field {where}: {_one_line(str(first.get('msg', 'invalid')))}{more}."
         fix = "correct the field; the schema is at /api/v1/openapi.json."
     return problem_response(422, f"{problem} To fix: {fix}", kind="validation", problem=problem, fix=fix)
+
+
+async def _on_silica(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SilicaError)
+    return silica_error(exc)
+
+
+async def _on_refused(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProblemError)
+    return problem_response(
+        exc.status, str(exc), kind="refused", headers=exc.headers, problem=exc.problem, fix=exc.fix
+    )
+
+
+async def _on_invalid(_: Request, exc: Exception) -> Response:
+    return _validation(exc)
+
+
+async def _on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404:
+        problem, fix = f"No such path {request.url.path}.", "see /api/v1/openapi.json for the endpoints."
+    elif exc.status_code == 405:
+        problem, fix = f"{request.method} is not allowed on {request.url.path}.", "see /api/v1/openapi.json."
+    else:
+        problem, fix = _one_line(str(exc.detail)), "see /api/v1/openapi.json."
+    return problem_response(
+        exc.status_code, f"{problem} To fix: {fix}", kind="http", problem=problem, fix=fix
+    )
+
+
+async def _on_bug(request: Request, exc: Exception) -> Response:
+    return internal_error(request, exc)
 
 
 def install(app: Any) -> None:
     """Register the handlers that turn every exception into a problem."""
     from fastapi.exceptions import RequestValidationError
 
-    @app.exception_handler(SilicaError)
-    async def _silica(_: Request, exc: SilicaError) -> Response:
-        return silica_error(exc)
-
-    @app.exception_handler(ProblemError)
-    async def _refused(_: Request, exc: ProblemError) -> Response:
-        return problem_response(
-            exc.status, str(exc), kind="refused", headers=exc.headers, problem=exc.problem, fix=exc.fix
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> Response:
-        return _validation(exc)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 404:
-            problem, fix = f"No such path {request.url.path}.", "see /api/v1/openapi.json for the endpoints."
-        elif exc.status_code == 405:
-            problem, fix = (
-                f"{request.method} is not allowed on {request.url.path}.",
-                "see /api/v1/openapi.json.",
-            )
-        else:
-            problem, fix = _one_line(str(exc.detail)), "see /api/v1/openapi.json."
-        return problem_response(
-            exc.status_code, f"{problem} To fix: {fix}", kind="http", problem=problem, fix=fix
-        )
-
-    @app.exception_handler(Exception)
-    async def _bug(request: Request, exc: Exception) -> Response:
-        return internal_error(request, exc)
+    app.add_exception_handler(SilicaError, _on_silica)
+    app.add_exception_handler(ProblemError, _on_refused)
+    app.add_exception_handler(RequestValidationError, _on_invalid)
+    app.add_exception_handler(StarletteHTTPException, _on_http)
+    app.add_exception_handler(Exception, _on_bug)
 
 
 def internal_error(request: Request, exc: BaseException) -> Response:

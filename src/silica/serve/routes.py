@@ -248,13 +248,15 @@ async def job_calibrate(request: Request, measurements: Annotated[UploadFile, Fi
 @router.get("/jobs", tags=["jobs"])
 def jobs(request: Request) -> dict[str, Any]:
     """Every job the server remembers, newest first (results left out; get one job for its result)."""
-    return {"jobs": [{**j.to_dict(), "result": None} for j in request.app.state.jobs.list()]}
+    jobs: list[Any] = request.app.state.jobs.list()
+    return {"jobs": [{**j.to_dict(), "result": None} for j in jobs]}
 
 
 @router.get("/jobs/{job_id}", tags=["jobs"])
 def job(request: Request, job_id: str) -> dict[str, Any]:
     """A job's status; its result once done, its problem once failed."""
-    return dict(request.app.state.jobs.get(job_id).to_dict())
+    found: dict[str, Any] = request.app.state.jobs.get(job_id).to_dict()
+    return found
 
 
 @router.get("/history", tags=["store"])
