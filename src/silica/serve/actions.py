@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -225,19 +227,22 @@ def fleet_simulate(data: bytes, filename: str | None) -> Any:
 def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
     from silica.fleet import run_sweep
 
-    ctx = upload_dir()
-    folder = ctx.__enter__()
+    folder = Path(tempfile.mkdtemp(prefix="silica-serve-"))
+
+    def cleanup() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
     try:
         path = _fleet_file(folder, data, filename)
     except BaseException:
-        ctx.__exit__(None, None, None)
+        cleanup()
         raise
     jobs: Jobs = state.jobs
     return jobs.submit(
         "fleet-sweep",
         safe_name(filename, "fleet.yaml"),
         lambda: run_sweep(path),
-        lambda: ctx.__exit__(None, None, None),
+        cleanup,
     )
 
 
@@ -248,8 +253,7 @@ def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
 
     label = safe_name(filename, "measurements.csv")
     text = utf8_text(data, label, "measurements CSV")
-    ctx = upload_dir()
-    folder = ctx.__enter__()
+    folder = Path(tempfile.mkdtemp(prefix="silica-serve-"))
     path = folder / "measurements.csv"
     path.write_text(text, encoding="utf-8")
 
@@ -257,7 +261,7 @@ def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
         return calibration_to_json(fit_calibration(read_benchmarks(path), command="silica serve calibrate"))
 
     jobs: Jobs = state.jobs
-    return jobs.submit("calibrate", label, work, lambda: ctx.__exit__(None, None, None))
+    return jobs.submit("calibrate", label, work, lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def store_display(settings: ServeSettings) -> str:
