@@ -57,4 +57,9 @@ def register(app: typer.Typer) -> None:
             max_body_bytes=max(upload * 2, 4 * 1024 * 1024),
             max_inflight=max_inflight,
         )
+        import logging
+
+        handler = logging.StreamHandler()  # a bug's traceback, under its log reference, on stderr
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("silica.serve").addHandler(handler)
         uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)

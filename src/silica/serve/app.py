@@ -157,6 +157,17 @@ class Guard:
         )
 
 
+def _warm() -> None:
+    """Load the catalog, the calibration and the model registry before the first request, so fifty
+    clients arriving at once do not all parse the same files."""
+    from silica import api
+    from silica.perf.calibration import load_calibration
+
+    api.models()
+    api.chips()
+    load_calibration(None)
+
+
 def create_app(settings: ServeSettings | None = None) -> Any:
     """The Silica app: API under /api/v1 (OpenAPI at /api/v1/openapi.json), pages at /, static files."""
     from fastapi import FastAPI
@@ -172,6 +183,7 @@ def create_app(settings: ServeSettings | None = None) -> Any:
 
     @asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
+        _warm()
         yield
         jobs.close()
 

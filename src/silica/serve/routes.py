@@ -7,14 +7,15 @@ data, which a process never reloads, so their serialised answers are cached by r
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from silica import api
@@ -91,24 +92,36 @@ class CompareRequest(WorkloadFields):
 
 
 class _Cache:
-    """Serialised answers by request, newest kept; a lock because endpoints run in worker threads."""
+    """Serialised answers by request, newest kept. A hit is answered on the event loop at once; a miss
+    is computed in a worker thread, once, however many clients ask the same question meanwhile."""
 
     def __init__(self, size: int = 512) -> None:
         self._items: OrderedDict[str, bytes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._size = size
 
-    def get(self, key: str, make: Callable[[], Any]) -> Response:
-        with self._lock:
-            body = self._items.get(key)
-            if body is not None:
-                self._items.move_to_end(key)
-        if body is None:
-            body = json.dumps(plain(make())).encode()
-            with self._lock:
-                self._items[key] = body
-                while len(self._items) > self._size:
-                    self._items.popitem(last=False)
+    async def get(self, key: str, make: Callable[[], Any]) -> Response:
+        body = self._items.get(key)
+        if body is not None:
+            self._items.move_to_end(key)
+            return Response(body, media_type="application/json")
+        pending = self._pending.get(key)
+        if pending is not None:
+            return Response(await asyncio.shield(pending), media_type="application/json")
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            body = await run_in_threadpool(lambda: json.dumps(plain(make())).encode())
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()  # retrieved: waiting clients re-raise it, nobody else needs to
+            raise
+        finally:
+            del self._pending[key]
+        future.set_result(body)
+        self._items[key] = body
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
         return Response(body, media_type="application/json")
 
 
@@ -126,10 +139,10 @@ def health(request: Request) -> dict[str, Any]:
 
 
 @router.post("/estimate", tags=["plan"])
-def estimate(body: EstimateRequest) -> Response:
+async def estimate(body: EstimateRequest) -> Response:
     """One deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run (`silica estimate`)."""
     key = "estimate:" + body.model_dump_json()
-    return _cache.get(
+    return await _cache.get(
         key,
         lambda: api.estimate(
             body.model, body.on, task=body.task, tp=body.tp, pp=body.pp, option=body.option,
@@ -139,10 +152,10 @@ def estimate(body: EstimateRequest) -> Response:
 
 
 @router.post("/compare", tags=["plan"])
-def compare(body: CompareRequest) -> Response:
+async def compare(body: CompareRequest) -> Response:
     """Every instance type ranked by cost; infeasible ones keep their reason (`silica compare`)."""
     key = "compare:" + body.model_dump_json()
-    return _cache.get(
+    return await _cache.get(
         key,
         lambda: api.compare(
             body.model, task=body.task, instances=body.instances, include_announced=body.include_announced,
@@ -155,27 +168,27 @@ _FAMILY = Query(None, max_length=60, description="A chip family (hopper) or inst
 
 
 @router.get("/catalog/chips", tags=["catalog"])
-def catalog_chips(family: str | None = _FAMILY) -> Response:
+async def catalog_chips(family: str | None = _FAMILY) -> Response:
     """Chips: dense peak compute, memory, links, each with source and date (`silica catalog chips`)."""
-    return _cache.get(f"chips:{family}", lambda: api.chips(family))
+    return await _cache.get(f"chips:{family}", lambda: api.chips(family))
 
 
 @router.get("/catalog/instances", tags=["catalog"])
-def catalog_instances(family: str | None = _FAMILY) -> Response:
+async def catalog_instances(family: str | None = _FAMILY) -> Response:
     """Instances with chips and every price, each with source and date (`silica catalog instances`)."""
-    return _cache.get(f"instances:{family}", lambda: api.instances(family))
+    return await _cache.get(f"instances:{family}", lambda: api.instances(family))
 
 
 @router.get("/models", tags=["catalog"])
-def models() -> Response:
+async def models() -> Response:
     """The bundled models (`silica models`)."""
-    return _cache.get("models", api.models)
+    return await _cache.get("models", api.models)
 
 
 @router.get("/scan/{model}", tags=["scan"])
-def scan_registry(model: str) -> Response:
+async def scan_registry(model: str) -> Response:
     """Neuron readiness of a bundled model (`silica scan MODEL`; needs the scan extra)."""
-    return _cache.get(f"scan:{model}", lambda: actions.scan_registry(model))
+    return await _cache.get(f"scan:{model}", lambda: actions.scan_registry(model))
 
 
 @router.post("/scan", tags=["scan"])
@@ -209,16 +222,16 @@ async def advise(
 
 
 @router.get("/claims", tags=["advise"])
-def claims(
+async def claims(
     format: _FORMAT = "json", id: Annotated[list[str] | None, Query(max_length=50)] = None
 ) -> Response:
     """Vendor claims re-derived with Silica's own model (`silica claims`)."""
     ids = tuple(id or ())
     if format == "json":
-        return _cache.get(f"claims:{ids}", lambda: api.claims(ids))
+        return await _cache.get(f"claims:{ids}", lambda: api.claims(ids))
     from silica.report import claims_html, claims_markdown
 
-    result = api.claims(ids).data
+    result = (await run_in_threadpool(api.claims, ids)).data
     if format == "html":
         return HTMLResponse(claims_html(result))
     return PlainTextResponse(claims_markdown(result), media_type="text/markdown; charset=utf-8")
