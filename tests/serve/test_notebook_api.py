@@ -23,15 +23,21 @@ def test_compare_frame_keeps_the_ranking() -> None:
     frame = result.to_frame()
     assert isinstance(frame, pd.DataFrame)
     assert list(frame["instance"]) == [r.instance for r in result.data.results]
-    assert {"usd_per_1m_output_tokens", "ttft_ms", "feasible", "memory_gib.weights", "price.source"} <= set(frame.columns)
+    assert {"usd_per_1m_output_tokens", "ttft_ms", "feasible", "memory_gib.weights", "price.source"} <= set(
+        frame.columns
+    )
     best = result.data.best
-    assert best is not None and frame.iloc[0]["usd_per_1m_output_tokens"] == pytest.approx(best.usd_per_1m_output_tokens)
+    assert best is not None and frame.iloc[0]["usd_per_1m_output_tokens"] == pytest.approx(
+        best.usd_per_1m_output_tokens
+    )
 
 
 def test_json_is_the_cli_json() -> None:
     from silica.cli.app import app
 
-    cli = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--input-len", "512", "--output-len", "64", "--json"])
+    cli = CliRunner().invoke(
+        app, ["compare", "llama-3.1-8b", "--input-len", "512", "--output-len", "64", "--json"]
+    )
     assert cli.exit_code == 0, cli.output
     mine = api.compare("llama-3.1-8b", input_len=512, output_len=64).to_dict()
     assert json.loads(json.dumps(mine)) == json.loads(cli.output)
