@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.serve.conftest import ROOT
 
 from silica.serve import create_app
-from tests.serve.conftest import ROOT
 
 DOCS = ROOT / "docs"
 

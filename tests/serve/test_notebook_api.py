@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.serve.conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from silica import api
 from silica.errors import InputError, UnknownNameError
 from silica.plan import Comparison
-from tests.serve.conftest import EXAMPLES
 
 
 def test_compare_frame_keeps_the_ranking() -> None:
