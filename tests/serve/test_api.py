@@ -208,6 +208,9 @@ def test_fleet_sweep_job(client: Any, backend: str) -> None:
     job = _wait(client, got.json()["status_url"])
     assert job["status"] == "done", job["error"]
     assert job["result"]["scenarios"] and job["result"]["stored_ids"]
+    first = open_store(backend).get(job["result"]["stored_ids"][0])  # in this server's store
+    assert first.kind == "fleet_sweep" and first.name == job["result"]["scenarios"][0]["name"]
+    assert "/tmp/silica-serve" not in str(job["result"])
     assert client.get("/api/v1/jobs").json()["jobs"][0]["id"] == job["id"]
 
 

@@ -179,11 +179,9 @@ def _clean_error(err: SilicaError, folder: Path) -> SilicaError:
 
 
 def scan_registry(model: str) -> Any:
-    from silica.models import list_models
     from silica.scan import scan_model
 
-    api._model(model)  # a bundled id only: the same one-line error as everywhere else
-    assert model in list_models()
+    api._model(model)  # a bundled id only (raises the one-line error otherwise), never a path
     return scan_model(model)
 
 
@@ -225,12 +223,25 @@ def fleet_simulate(data: bytes, filename: str | None) -> Any:
 
 
 def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
+    """A sweep as a job; its scenarios are stored, as `silica fleet sweep` stores them, in this
+    server's store (which may be another database than SILICA_DB_URL)."""
+    from dataclasses import replace
+
     from silica.fleet import run_sweep
+    from silica.store import open_store
 
     folder = Path(tempfile.mkdtemp(prefix="silica-serve-"))
+    url = state.settings.store_url
 
     def cleanup() -> None:
         shutil.rmtree(folder, ignore_errors=True)
+
+    def work() -> Any:
+        with _scrubbed(folder):
+            result = run_sweep(path, store=False)
+            rows = [("fleet_sweep", r["name"], r) for r in result.scenarios]  # the library's record shape
+            ids = open_store(url).record_many(rows)
+            return _scrub(plain(replace(result, stored=ids)), folder)
 
     try:
         path = _fleet_file(folder, data, filename)
@@ -238,12 +249,7 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
         cleanup()
         raise
     jobs: Jobs = state.jobs
-    return jobs.submit(
-        "fleet-sweep",
-        safe_name(filename, "fleet.yaml"),
-        lambda: run_sweep(path),
-        cleanup,
-    )
+    return jobs.submit("fleet-sweep", safe_name(filename, "fleet.yaml"), work, cleanup)
 
 
 def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
