@@ -215,3 +215,18 @@ def test_a_bug_is_a_500_with_a_reference(tmp_path: Path, caplog: pytest.LogCaptu
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_serve_cli_refuses_a_busy_port_and_a_bad_level() -> None:
+    import socket
+
+    from silica.cli.app import app
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cli = CliRunner().invoke(app, ["serve", "--port", str(port)])
+    assert cli.exit_code == 2 and f"Cannot listen on 127.0.0.1:{port}" in cli.output
+    level = CliRunner().invoke(app, ["serve", "--log-level", "loud"])
+    assert level.exit_code == 2 and "Unknown --log-level" in level.output

@@ -48,6 +48,9 @@ def register(app: typer.Typer) -> None:
                 f"silica serve needs the serve extra ({err.name} is not installed).",
                 "pip install 'silica[serve]'.",
             ) from None
+        levels = ("critical", "error", "warning", "info", "debug", "trace")
+        if log_level not in levels:
+            raise InputError(f"Unknown --log-level {log_level!r}.", f"use one of {', '.join(levels)}.")
         upload = int(max_upload_mb * 1024 * 1024)
         settings = ServeSettings(
             host=host,
@@ -58,6 +61,17 @@ def register(app: typer.Typer) -> None:
             max_inflight=max_inflight,
         )
         import logging
+        import socket
+
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host.strip("[]"), port))
+            except OSError as err:
+                raise InputError(
+                    f"Cannot listen on {host}:{port}: {err.strerror}.",
+                    "pass another --port (or stop what uses it), or a --host this machine has.",
+                ) from None
 
         handler = logging.StreamHandler()  # a bug's traceback, under its log reference, on stderr
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -326,7 +326,7 @@ def history_page(request: Request, kind: str | None = None) -> HTMLResponse:
         return _html(page("History", _error_box(str(err)), "/history"), _status_of(err))
     kinds = "".join(
         f'<option value="{k}"{" selected" if k == kind else ""}>{k or "all kinds"}</option>'
-        for k in ("", *KINDS, "pilot")
+        for k in dict.fromkeys(("", *KINDS, "pilot"))
     )
     form = (
         '<form method="get" action="/history" class="inline" aria-label="Filter">'
