@@ -76,6 +76,7 @@ def _register() -> None:
         "fleet_cmd",
         "monitor_cmd",
         "pilot_cmd",
+        "serve_cmd",
     ):
         importlib.import_module(f"silica.cli.{name}").register(app)
 

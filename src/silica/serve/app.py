@@ -1,0 +1,209 @@
+"""The ASGI app: `create_app(settings)` wires the API, the pages, the static files and the guard.
+
+The guard is one ASGI middleware in front of everything: it refuses oversized bodies (413) before they
+are read, requires a token when one is configured (401; pages redirect to /login), caps the requests
+computing at once (429 with Retry-After, so a burst is refused instead of queueing without bound), and
+adds security headers (no inline script, nothing loaded from elsewhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from silica.serve.problems import ProblemError, problem_response
+from silica.serve.settings import ServeSettings
+
+__all__ = ["COOKIE", "create_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+COOKIE = "silica_token"
+_OPEN_PATHS = ("/static/", "/login", "/api/v1/health")
+_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"frame-ancestors 'none'; form-action 'self'",
+    ),
+]
+
+
+def _token(headers: dict[bytes, bytes]) -> str | None:
+    auth = headers.get(b"authorization", b"").decode("latin-1")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    cookie = headers.get(b"cookie", b"").decode("latin-1")
+    if cookie:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(cookie)
+        except Exception:
+            return None
+        if COOKIE in jar:
+            return jar[COOKIE].value
+    return None
+
+
+class Guard:
+    """Size, token, concurrency and headers for every HTTP request."""
+
+    def __init__(self, app: ASGIApp, settings: ServeSettings) -> None:
+        self.app, self.settings, self.inflight = app, settings, 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        headers = dict(scope["headers"])
+
+        limit, seen, too_big, started = self.settings.max_body_bytes, 0, False, False
+
+        async def send_secure(message: Message) -> None:
+            nonlocal started
+            if too_big:
+                return  # the app's answer to a cut-off body is replaced by the 413 below
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+                started = True
+            await send(message)
+
+        refusal = self._refuse(scope, path, headers)
+        if refusal is not None:
+            await refusal(scope, receive, send_secure)
+            return
+        heavy = (path.startswith("/api/") and path != "/api/v1/health") or scope["method"] == "POST"
+        if heavy and self.inflight >= self.settings.max_inflight:
+            await problem_response(
+                429,
+                f"{self.inflight} requests are being computed already, the most this server takes at once. "
+                "To fix: retry in a second, or start the server with a larger --max-inflight.",
+                kind="refused",
+                headers={"retry-after": "1"},
+            )(scope, receive, send_secure)
+            return
+
+        async def receive_limited() -> Message:
+            nonlocal seen, too_big
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    too_big = True
+                    raise ProblemError(413, f"The request body is over {limit // 1024} KiB.", "send less.")
+            return message
+
+        self.inflight += heavy
+        try:
+            await self.app(scope, receive_limited, send_secure)
+        except Exception as exc:
+            # Starlette re-raises a bug after its handler answered (500 problem, logged with a
+            # reference); letting it reach uvicorn would drop the kept-alive connection as well.
+            if not too_big and not started:
+                from starlette.requests import Request
+
+                from silica.serve.problems import internal_error
+
+                await internal_error(Request(scope), exc)(scope, receive, send_secure)
+        finally:
+            self.inflight -= heavy
+        if too_big:
+            too_big = False
+            await problem_response(
+                413,
+                f"The request body is over the {limit // 1024} KiB limit. To fix: send a smaller body "
+                "(inventories and configs are a few KiB).",
+                kind="refused",
+            )(scope, receive, send_secure)
+
+    def _refuse(self, scope: Scope, path: str, headers: dict[bytes, bytes]) -> Any:
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                size = int(length)
+            except ValueError:
+                size = -1
+            if size < 0 or size > self.settings.max_body_bytes:
+                kb = self.settings.max_body_bytes // 1024
+                return problem_response(
+                    413 if size > 0 else 400,
+                    f"The request body ({length.decode('latin-1')[:20]} bytes) is over the {kb} KiB limit "
+                    "or not a size. To fix: send a smaller body (inventories and configs are a few KiB).",
+                    kind="refused",
+                )
+        if not self.settings.tokens or path.startswith(_OPEN_PATHS):
+            return None
+        if self.settings.token_ok(_token(headers)):
+            return None
+        if not path.startswith("/api/") and scope["method"] == "GET":
+            from starlette.responses import RedirectResponse
+
+            return RedirectResponse(f"/login?next={quote(path)}", status_code=303)
+        return problem_response(
+            401,
+            "A valid API token is required. To fix: send `Authorization: Bearer <token>` with a token "
+            "from SILICA_API_TOKENS or the server's token file.",
+            kind="unauthorized",
+            headers={"www-authenticate": 'Bearer realm="silica"'},
+        )
+
+
+def _warm() -> None:
+    """Load the catalog, the calibration and the model registry before the first request, so fifty
+    clients arriving at once do not all parse the same files."""
+    from silica import api
+    from silica.perf.calibration import load_calibration
+
+    api.models()
+    api.chips()
+    load_calibration(None)
+
+
+def create_app(settings: ServeSettings | None = None) -> Any:
+    """The Silica app: API under /api/v1 (OpenAPI at /api/v1/openapi.json), pages at /, static files."""
+    from fastapi import FastAPI
+    from fastapi.staticfiles import StaticFiles
+
+    from silica import __version__
+    from silica.serve import pages, problems, routes
+    from silica.serve.actions import Reports
+    from silica.serve.jobs import Jobs
+
+    settings = settings or ServeSettings()
+    jobs = Jobs(settings.max_jobs)
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        _warm()
+        yield
+        jobs.close()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="Silica",
+        version=__version__,
+        description="Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs. "
+        "Every endpoint returns the library's result, the same document `silica ... --json` prints; "
+        "every error is an RFC 9457 problem whose `detail` is the CLI's one-line message.",
+        openapi_url="/api/v1/openapi.json",
+        docs_url=None,  # Swagger UI loads from a CDN; the pages must work offline
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.jobs = jobs
+    app.state.reports = Reports()
+    problems.install(app)
+    app.include_router(routes.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(Guard, settings=settings)
+    return app

@@ -1,0 +1,380 @@
+"""The web app: compare calculator, advise, claims, history. Server-rendered HTML over the same
+library calls as the API; forms work without JavaScript (silica.js only loads a chosen file into the
+edit box). A bad value re-renders the form with the library's one-line message and a 4xx status.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from pydantic import ValidationError
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from silica import api
+from silica.cli._common import plain
+from silica.errors import SilicaError
+from silica.serve import actions
+from silica.serve._html import bar_band_chart, esc, num, page, table
+from silica.serve.problems import ProblemError, _status
+from silica.serve.routes import CompareRequest
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+_FIELDS = (  # name, label, kind, hint
+    ("input_len", "Input tokens", "int", "prompt length per request"),
+    ("output_len", "Output tokens", "int", "generated per request"),
+    ("ttft_slo_ms", "TTFT SLO (ms)", "float", "time to first token limit"),
+    ("tpot_slo_ms", "TPOT SLO (ms)", "float", "time per output token limit"),
+    ("rate_req_per_s", "Requests per second", "float", "load (or tokens per month)"),
+    ("tokens_per_month", "Output tokens per month", "float", "load (or requests per second)"),
+    ("seq_len", "Sequence length", "int", "training: required"),
+    ("tokens", "Training tokens", "float", "training: tokens per run"),
+    ("deadline_days", "Deadline (days)", "float", "training: must finish within"),
+)
+_OPTIONS = ("", "on_demand", "reserved_1yr", "reserved_3yr", "spot", "capacity_block")
+
+
+def _html(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(body, status_code=status)
+
+
+def _error_box(message: str) -> str:
+    return f'<div class="error" role="alert"><strong>Cannot do that:</strong> {esc(message)}</div>'
+
+
+def _status_of(err: Exception) -> int:
+    if isinstance(err, SilicaError):
+        return _status(err)[0]
+    if isinstance(err, ProblemError):
+        return err.status
+    return 400
+
+
+@router.get("/", response_class=HTMLResponse)
+def home() -> HTMLResponse:
+    body = (
+        '<p>Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs.</p><ul class="cards">'
+        '<li><a href="/compare">Compare</a>: every instance type ranked by cost for a model and a load.</li>'
+        '<li><a href="/advise">Advise</a>: verdicts with payback for your inventory of workloads.</li>'
+        '<li><a href="/claims">Claims</a>: vendor claims re-derived with Silica\'s own model.</li>'
+        '<li><a href="/history">History</a>: what this team\'s Silica has kept.</li></ul>'
+        '<p>Scripts and notebooks: the <a href="/api/v1/openapi.json">HTTP API</a> returns the same '
+        "documents as <code>silica ... --json</code>.</p>"
+    )
+    return _html(page("Silica", body))
+
+
+def _compare_values(params: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {"model": params.get("model", ""), "task": params.get("task") or "inference"}
+    for name, label, kind, _ in _FIELDS:
+        raw = params.get(name, "").strip().replace(",", "").replace("_", "")
+        if raw:
+            try:
+                values[name] = int(raw) if kind == "int" else float(raw)
+            except ValueError:
+                raise ProblemError(
+                    400, f"{label}: {raw[:40]!r} is not a number.", f"give {label} as a number."
+                ) from None
+    if params.get("option"):
+        values["option"] = params["option"]
+    prices: dict[str, float] = {}
+    for line in params.get("prices", "").replace(",", "\n").splitlines():
+        if line.strip():
+            inst, _, usd = line.partition("=")
+            try:
+                prices[inst.strip()] = float(usd)
+            except ValueError:
+                raise ProblemError(
+                    400,
+                    f"Price line {line.strip()[:60]!r} is not INSTANCE=USD_PER_HOUR.",
+                    "write e.g. trn1.32xlarge=21.5.",
+                ) from None
+    if prices:
+        values["prices"] = prices
+    if values["task"] == "training":
+        values.pop("input_len", None), values.pop("output_len", None)
+    return values
+
+
+def _form(params: dict[str, str]) -> str:
+    models = api.models().records()
+    chosen = params.get("model") or "llama-3.1-8b"
+    opts = "".join(
+        f'<option value="{esc(m["id"])}"{" selected" if m["id"] == chosen else ""}>{esc(m["id"])}</option>'
+        for m in models
+    )
+    task = params.get("task") or "inference"
+    tasks = "".join(
+        f'<option value="{t}"{" selected" if t == task else ""}>{t}</option>'
+        for t in ("inference", "training")
+    )
+    defaults = {"input_len": "1024", "output_len": "256"}
+    fields = "".join(
+        f'<div class="field"><label for="f-{n}">{esc(label)}</label>'
+        f'<input id="f-{n}" name="{n}" inputmode="decimal" value="{esc(params.get(n, defaults.get(n, "")))}" '
+        f'aria-describedby="h-{n}"><small id="h-{n}">{esc(hint)}</small></div>'
+        for n, label, _, hint in _FIELDS
+    )
+    option = params.get("option", "")
+    options = "".join(
+        f'<option value="{o}"{" selected" if o == option else ""}>{o or "best available"}</option>'
+        for o in _OPTIONS
+    )
+    return (
+        '<form method="get" action="/compare" class="grid" aria-label="Compare">'
+        f'<div class="field"><label for="f-model">Model</label><select id="f-model" name="model">{opts}</select></div>'
+        f'<div class="field"><label for="f-task">Task</label><select id="f-task" name="task">{tasks}</select></div>'
+        f"{fields}"
+        f'<div class="field"><label for="f-option">Purchase option</label><select id="f-option" name="option">{options}</select></div>'
+        '<div class="field wide"><label for="f-prices">Your prices (INSTANCE=USD per hour, one a line)</label>'
+        f'<textarea id="f-prices" name="prices" rows="2">{esc(params.get("prices", ""))}</textarea></div>'
+        '<div class="actions"><button type="submit">Rank instance types</button></div></form>'
+    )
+
+
+def _ranked(result: dict[str, Any]) -> str:
+    training = result.get("task") == "training"
+    wl = result.get("workload") or {}
+    loaded = not training and bool(wl.get("rate_req_per_s") or wl.get("tokens_per_month"))
+    metric, unit = (
+        ("usd_per_run", "USD per run") if training else ("usd_per_1m_output_tokens", "USD / 1M output tokens")
+    )
+    rows: list[list[str]] = []
+    bars: list[tuple[str, float, float | None, float | None]] = []
+    for rank, r in enumerate(result.get("results", []), 1):
+        band = "-"
+        if r.get(f"{metric}_low") is not None:
+            band = f"{num(r[f'{metric}_low'], ',.3f')}-{num(r.get(f'{metric}_high'), ',.3f')}"
+        if not r.get("feasible"):
+            note = "; ".join(r.get("reasons") or [])
+        elif r.get("usd_per_hour") is None and r.get("breakeven_usd_per_hour"):
+            note = f"unpriced; ties at ${r['breakeven_usd_per_hour']:,.2f}/h"
+        elif r.get("usd_per_hour") is None:
+            note = "unpriced"
+        else:
+            note = ""
+        layout = f"tp{r.get('tp')} pp{r.get('pp')} x{r.get('dp')}" if r.get("feasible") else "-"
+        perf = (
+            [num(r.get("tokens_per_s_per_chip"), ",.0f"), num(r.get("train_days"), ",.1f")]
+            if training
+            else [
+                num(r.get("ttft_ms"), ",.1f"),
+                num(r.get("tpot_ms"), ",.2f"),
+                num(r.get("output_tokens_per_s"), ",.0f"),
+            ]
+        )
+        rows.append(
+            [str(rank), esc(r.get("instance")), esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf,
+             num(r.get("usd_per_hour")), num(r.get(metric), ",.3f"), band,
+             *([num(r.get("instances_for_load"), ",d"), num(r.get("usd_per_month"), ",.0f")] if loaded else []),
+             esc(note)]
+        )  # fmt: skip
+        if r.get("feasible") and r.get(metric) is not None and len(bars) < 12:
+            bars.append(
+                (
+                    f"{r.get('count')} x {r.get('instance')}",
+                    r[metric],
+                    r.get(f"{metric}_low"),
+                    r.get(f"{metric}_high"),
+                )
+            )
+    head = ["#", "instance", "n", "chip", "layout"]
+    head += ["tok/s/chip", "days"] if training else ["TTFT ms", "TPOT ms", "out tok/s"]
+    head += ["$/h", unit, "p10-p90", *(["instances", "$/month"] if loaded else []), "note"]
+    n_perf = 2 if training else 3
+    numeric = [0, 2, *range(5, 5 + n_perf + 3 + 2 * loaded)]
+    order = "by USD a month for the load" if loaded else "by cost"
+    chart = bar_band_chart(
+        bars, title=f"First {len(bars)} in rank order ({order}): {unit}, p10-p90 bands", unit=unit
+    )
+    caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by cost"
+    return (
+        f'<section class="ranked" aria-label="Results"><h2>Ranked</h2>'
+        f'<figure class="scroll chart-box" role="group" aria-label="Chart" tabindex="0">{chart}</figure>'
+        f"{table(head, rows, numeric=numeric, caption=caption)}</section>"
+    )
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request) -> HTMLResponse:
+    params = {k: v for k, v in request.query_params.items()}
+    if not params.get("model"):
+        return _html(page("Compare instance types", _form(params), "/compare"))
+    try:
+        body = CompareRequest(**_compare_values(params))
+        result = api.compare(
+            body.model, task=body.task, option=body.option, prices=body.prices, **body.workload()
+        ).to_dict()
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = f"{where}: {first['msg']}. To fix: correct {where}."
+        return _html(page("Compare instance types", _error_box(msg) + _form(params), "/compare"), 400)
+    except (SilicaError, ProblemError) as err:
+        return _html(
+            page("Compare instance types", _error_box(str(err)) + _form(params), "/compare"), _status_of(err)
+        )
+    return _html(page("Compare instance types", _form(params) + _ranked(result), "/compare"))
+
+
+def _advise_form() -> str:
+    return (
+        '<form method="post" action="/advise" enctype="multipart/form-data" class="grid" aria-label="Advise">'
+        '<div class="field wide"><label for="f-inventory">Inventory file (YAML)</label>'
+        '<input type="file" id="f-inventory" name="inventory" accept=".yaml,.yml,text/yaml" data-edit="f-text"></div>'
+        '<div class="field wide"><label for="f-scans">Scan files it names (optional)</label>'
+        '<input type="file" id="f-scans" name="scans" multiple accept=".json"></div>'
+        '<div class="field wide"><label for="f-text">Or edit the inventory here</label>'
+        '<textarea id="f-text" name="text" rows="10" spellcheck="false" '
+        'placeholder="workloads:&#10;  - name: chat&#10;    model: llama-3.1-8b&#10;    task: inference"></textarea>'
+        "<small>A chosen file is loaded here for editing; the edited text is what is advised.</small></div>"
+        '<div class="actions"><button type="submit">Advise</button></div></form>'
+    )
+
+
+@router.get("/advise", response_class=HTMLResponse)
+def advise_page() -> HTMLResponse:
+    return _html(page("Advise an inventory", _advise_form(), "/advise"))
+
+
+@router.post("/advise", response_class=HTMLResponse)
+async def advise_submit(
+    request: Request,
+    inventory: Annotated[UploadFile | None, File()] = None,
+    text: Annotated[str | None, Form()] = None,
+    scans: Annotated[list[UploadFile] | None, File()] = None,
+) -> HTMLResponse:
+    try:
+        if text and text.strip():
+            inventory = None  # the edit box wins: it holds the file's text, maybe edited
+        upload = await actions.inventory_upload(request, inventory, text, scans or [])
+        run = await actions.in_thread(actions.advise, request.app.state, upload, [], True)
+    except (SilicaError, ProblemError) as err:
+        return _html(
+            page("Advise an inventory", _error_box(str(err)) + _advise_form(), "/advise"), _status_of(err)
+        )
+    advice = plain(run.advice)
+    rows = [
+        [esc(w.get("name")), f'<span class="v v-{esc(w.get("verdict"))}">{esc(w.get("verdict"))}</span>',
+         num(w.get("current_monthly_usd"), ",.0f"), num(w.get("proposed_monthly_usd"), ",.0f"),
+         num(w.get("monthly_savings_usd"), ",.0f"), num(w.get("payback_months"), ",.2f"),
+         esc((w.get("reasons") or [""])[0])]
+        for w in advice.get("workloads", [])
+    ]  # fmt: skip
+    head = [
+        "workload",
+        "verdict",
+        "now $/month",
+        "proposed $/month",
+        "saves $/month",
+        "payback months",
+        "why",
+    ]
+    stored = (
+        f"Stored {len(run.stored_ids)} records (#{run.stored_ids[0]}-#{run.stored_ids[-1]})."
+        if run.stored_ids
+        else ""
+    )
+    body = (
+        f'<p class="ok" role="status">Advised {len(rows)} workloads from {esc(upload.name)}. {stored}</p>'
+        f'<p><a href="{run.links["html"]}">Open the full report (HTML)</a> · <a href="{run.links["md"]}">Markdown</a></p>'
+        + table(head, rows, numeric=[2, 3, 4, 5], caption="Verdicts")
+        + "<h2>Advise another</h2>"
+        + _advise_form()
+    )
+    return _html(page("Advice", body, "/advise"))
+
+
+@router.get("/reports/{key}.html", response_class=HTMLResponse)
+def report_html(request: Request, key: str) -> HTMLResponse:
+    return HTMLResponse(request.app.state.reports.get(key)[0])
+
+
+@router.get("/reports/{key}.md")
+def report_md(request: Request, key: str) -> Response:
+    return PlainTextResponse(request.app.state.reports.get(key)[1], media_type="text/markdown; charset=utf-8")
+
+
+@router.get("/claims", response_class=HTMLResponse)
+def claims_page() -> HTMLResponse:
+    rows = [
+        [esc(c.get("id")), esc(c.get("claim")), esc(c.get("made_by")),
+         f'<span class="v">{esc(c.get("verdict"))}</span>', esc(c.get("computed")), esc(c.get("reason"))]
+        for c in api.claims().records()
+    ]  # fmt: skip
+    body = (
+        '<p>Each vendor claim re-derived with Silica\'s model. <a href="/api/v1/claims?format=html">Full report</a>.</p>'
+        + table(
+            ["claim", "says", "made by", "verdict", "Silica computes", "why"], rows, caption="Vendor claims"
+        )
+    )
+    return _html(page("Claims", body, "/claims"))
+
+
+@router.get("/history", response_class=HTMLResponse)
+def history_page(request: Request, kind: str | None = None) -> HTMLResponse:
+    from silica.store import KINDS
+    from silica.store.summary import summarize
+
+    kind = kind or None
+    try:
+        found = actions.history(request.app.state.settings, kind, 200)
+    except SilicaError as err:
+        return _html(page("History", _error_box(str(err)), "/history"), _status_of(err))
+    kinds = "".join(
+        f'<option value="{k}"{" selected" if k == kind else ""}>{k or "all kinds"}</option>'
+        for k in dict.fromkeys(("", *KINDS, "pilot"))
+    )
+    form = (
+        '<form method="get" action="/history" class="inline" aria-label="Filter">'
+        f'<label for="f-kind">Kind</label><select id="f-kind" name="kind">{kinds}</select>'
+        '<button type="submit">Show</button></form>'
+    )
+    rows = [
+        [f'<a href="/api/v1/history/{r.id}">{r.id}</a>', esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
+         esc(r.kind), esc(r.name), esc(summarize(r.kind, r.payload))]
+        for r in found["records"]
+    ]  # fmt: skip
+    body = form + (
+        table(
+            ["id", "time (UTC)", "kind", "name", "summary"],
+            rows,
+            numeric=[0],
+            caption=f"Newest first, {found['database']}",
+        )
+        if rows
+        else f"<p>No records yet in {esc(found['database'])}. Runs of advise, claims, fleet sweep, pilot and monitor are kept here.</p>"
+    )
+    return _html(page("History", body, "/history"))
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(next: str = "/") -> HTMLResponse:
+    body = (
+        '<form method="post" action="/login" class="grid" aria-label="Sign in">'
+        f'<input type="hidden" name="next" value="{esc(next)}">'
+        '<div class="field wide"><label for="f-token">API token</label>'
+        '<input type="password" id="f-token" name="token" autocomplete="current-password"></div>'
+        '<div class="actions"><button type="submit">Sign in</button></div></form>'
+    )
+    return _html(page("Sign in", body))
+
+
+@router.post("/login")
+def login(
+    request: Request, token: Annotated[str, Form(max_length=512)], next: Annotated[str, Form()] = "/"
+) -> Response:
+    from silica.serve.app import COOKIE
+
+    if not request.app.state.settings.token_ok(token):
+        return _html(
+            page("Sign in", _error_box("That token is not valid. To fix: paste a token the server accepts.")),
+            401,
+        )
+    target = next if next.startswith("/") and not next.startswith("//") else "/"
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    return response
