@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import yaml
 
-from silica.catalog.schema import PURCHASE_OPTIONS, PurchaseOption
+from silica.catalog.schema import PURCHASE_OPTIONS, Catalog, PurchaseOption
 from silica.errors import DataFileError
 
 __all__ = [
@@ -211,8 +211,14 @@ def _load(path: Path) -> ClaimsFile:
     )
 
 
-def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> ClaimsReport:
-    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim."""
+def check_claims(
+    ids: list[str] | None = None, *, path: Path | None = None, catalog: Catalog | None = None
+) -> ClaimsReport:
+    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim.
+
+    `catalog` carries the user's own prices (`--price`, `--prices`), so a claim that cannot be checked
+    for want of a public price (Trainium2) can be checked against the user's quote.
+    """
     from silica.advise.claim_checks import CHECKS, Context
     from silica.errors import UnknownNameError
 
@@ -224,7 +230,7 @@ def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> C
             if claim_id not in known:
                 raise UnknownNameError("claim", claim_id, known, "run `silica claims` to list them.")
         wanted = [known[i] for i in ids]
-    ctx = Context(data)
+    ctx = Context(data, catalog)
     results = []
     for spec in wanted:
         if spec.check not in CHECKS:

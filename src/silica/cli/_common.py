@@ -70,3 +70,36 @@ def console() -> Any:
     from rich.console import Console
 
     return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def price_facts(catalog: Any, option: str | None = None) -> str:
+    """How old the prices behind a report are, in one phrase: "on-demand list prices as of 2026-01-21"
+    (a range when the catalog mixes dates), plus the user's own prices when there are any."""
+    listed = sorted({p.as_of for p in catalog.prices if p.option != "user"})
+    user = sorted({p.instance for p in catalog.prices if p.option == "user"})
+    span = "no dates" if not listed else listed[0] if len(listed) == 1 else f"{listed[0]} to {listed[-1]}"
+    out = f"{(option or 'on-demand').replace('_', '-')} list prices as of {span}"
+    return out + (f"; your prices for {', '.join(user)}" if user else "")
+
+
+def command_line() -> str:
+    """The command as the user typed it (program name shortened to `silica`), for report headers."""
+    import shlex
+
+    return "silica " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def progress(label: str, enabled: bool = True) -> Any:
+    """A spinner with elapsed time on stderr while a command works (hidden when stderr is not a
+    terminal, so pipes and JSON stay clean)."""
+    import contextlib
+
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    if not enabled or not err.is_terminal:
+        return contextlib.nullcontext()
+    bar = Progress(SpinnerColumn(), TextColumn(label), TimeElapsedColumn(), console=err, transient=True)
+    bar.add_task(label, total=None)
+    return bar

@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from silica.cli._common import console, handle_errors, plain, print_json
+from silica.cli._common import command_line, console, handle_errors, plain, price_facts, print_json, progress
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
@@ -30,7 +30,11 @@ _NO_STORE = typer.Option(False, "--no-store", help="Do not keep the results in t
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(
+        epilog="Examples:\n\n  silica advise examples/inventory.yaml\n\n"
+        "  silica advise examples/inventory.yaml --html /tmp/advice.html --md /tmp/advice.md\n\n"
+        "  silica advise examples/inventory.yaml --set max_payback_months=6 --json",
+    )
     @handle_errors
     def advise(
         inventory: Path = typer.Argument(..., help="Inventory YAML (see examples/inventory.yaml)."),
@@ -45,10 +49,13 @@ def register(app: typer.Typer) -> None:
         """Per workload: best deployment per family, savings, migration effort, payback and a verdict."""
         from silica.advise import advise as run
         from silica.advise import load_inventory, parse_settings
+        from silica.report import Meta
 
         inv = load_inventory(inventory)
-        result = run(inv, settings=parse_settings(settings or []))
-        reports = _render(result, html, md, "advice")
+        with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
+            result = run(inv, settings=parse_settings(settings or []))
+        meta = Meta(command_line(), price_facts(inv.catalog, inv.option))
+        reports = _render(result, html, md, "advice", meta)
         if not no_store:
             _store(_advice_records(inv, result))
         _write(reports)
@@ -57,20 +64,33 @@ def register(app: typer.Typer) -> None:
         else:
             _print_advice(result)
 
-    @app.command()
+    @app.command(
+        epilog="Examples:\n\n  silica claims\n\n"
+        "  silica claims --price trn2.48xlarge=35.76     # check the unpriced claims with your quote\n\n"
+        "  silica claims --id trn2-price-performance --html /tmp/claims.html",
+    )
     @handle_errors
     def claims(
         as_json: bool = _JSON,
         html: Path | None = _HTML,
         md: Path | None = _MD,
         ids: list[str] | None = typer.Option(None, "--id", help="Only this claim (repeatable)."),
+        price: list[str] | None = typer.Option(
+            None, "--price", help="Your price: INSTANCE=USD_PER_HOUR (repeatable); it always applies."
+        ),
+        prices: Path | None = typer.Option(None, "--prices", help="A prices CSV of your own (see catalog)."),
         no_store: bool = _NO_STORE,
     ) -> None:
         """Re-derive the vendors' claims with Silica's own model: supported, partly, not supported or cannot check."""
         from silica.advise.claims import check_claims
+        from silica.catalog import load_catalog, parse_price_overrides
+        from silica.report import Meta
 
-        result = check_claims(ids)
-        reports = _render(result, html, md, "claims")
+        overrides = parse_price_overrides(price, load_catalog()) if price else None
+        catalog = load_catalog(prices_path=prices, overrides=overrides)
+        with progress("re-deriving the vendors' claims", not as_json):
+            result = check_claims(ids, catalog=catalog)
+        reports = _render(result, html, md, "claims", Meta(command_line(), price_facts(catalog)))
         if not no_store:
             _store([("claim", c.id, c.to_dict()) for c in result.claims])
         _write(reports)
@@ -168,12 +188,12 @@ def _store(records: list[tuple[str, str, dict[str, Any]]]) -> None:
     sys.stderr.write(f"stored {len(ids)} records (#{ids[0]}-#{ids[-1]}) in {store.display_url}\n")
 
 
-def _render(result: Any, html: Path | None, md: Path | None, what: str) -> list[tuple[Path, str]]:
+def _render(result: Any, html: Path | None, md: Path | None, what: str, meta: Any) -> list[tuple[Path, str]]:
     """Every requested report as text, each with a checked destination; nothing is written yet."""
     from silica.errors import InputError
     from silica.report import advice_html, advice_markdown, claims_html, claims_markdown
 
-    renderers: dict[str, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
+    renderers: dict[str, tuple[Callable[[Any, Any], str], Callable[[Any, Any], str]]] = {
         "advice": (advice_html, advice_markdown),
         "claims": (claims_html, claims_markdown),
     }
@@ -184,7 +204,7 @@ def _render(result: Any, html: Path | None, md: Path | None, what: str) -> list[
     for path, fn in ((html, render[0]), (md, render[1])):
         if path is not None:
             _check_target(path)
-            out.append((path, fn(result)))
+            out.append((path, fn(result, meta)))
     return out
 
 
@@ -246,27 +266,26 @@ def _write_atomic(path: Path, text: str) -> None:
                 os.unlink(tmp)
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.0f}"
-
-
 def _print_advice(advice: Any) -> None:
     from rich.table import Table
 
+    from silica.report._format import money, months, plain_reason
+    from silica.report.advice import steps_text
+
     table = Table(title=f"Silica advice: {advice.inventory}")
-    for col in ("workload", "verdict", "today/mo", "proposed/mo", "saving/mo", "weeks", "payback", "why"):
-        table.add_column(col, justify="right" if col.endswith(("mo", "weeks", "payback")) else "left")
+    for col in ("workload", "verdict", "today/mo", "right-size (same vendor)", "change chip", "proposed/mo"):
+        table.add_column(col, justify="right" if col.endswith("mo") else "left")
+    table.add_column("payback", justify="right")
+    table.add_column("why")
     for w in advice.workloads:
-        payback = "-" if w.payback_months is None else f"{w.payback_months:.1f} mo"
         table.add_row(
             w.name,
             w.verdict,
-            _money(w.current.monthly_usd),
-            _money(w.proposed_monthly_usd),
-            _money(w.monthly_savings_usd),
-            f"{w.migration_weeks:g}",
-            payback,
-            w.reasons[0] if w.reasons else "",
+            money(w.current.monthly_usd),
+            *steps_text(w),
+            money(w.proposed_monthly_usd),
+            months(w.payback_months) if w.proposed else "-",
+            plain_reason(w.reasons[0])[0] if w.reasons else "",
         )
     console().print(table)
 

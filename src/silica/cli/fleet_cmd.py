@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from silica.cli._common import console, handle_errors, print_json
+from silica.cli._common import command_line, console, handle_errors, print_json, progress
 
 if TYPE_CHECKING:
     from silica.fleet import FleetPlan, Simulation, SweepResult
@@ -30,7 +30,7 @@ def _pct(v: Any) -> str:
 
 
 def _num(v: Any) -> str:
-    from silica.fleet._svg import fmt
+    from silica.report.svg import fmt
 
     return fmt(v, 4)
 
@@ -38,7 +38,7 @@ def _num(v: Any) -> str:
 def _show_simulation(sim: Simulation) -> None:
     from rich.table import Table
 
-    from silica.fleet.report import METRIC_ROWS
+    from silica.report.fleet import METRIC_ROWS, cell, comparison_phrases
 
     f = sim.fleet
     out = console()
@@ -54,20 +54,12 @@ def _show_simulation(sim: Simulation) -> None:
     for r in sim.runs:
         table.add_column(r.policy.name, justify="right")
     for key, label, kind in METRIC_ROWS:
-        cells = []
-        for r in sim.runs:
-            v = r.metrics.get(key)
-            cells.append(
-                _pct(v) if kind == "pct" else "-" if v is None else f"{v:,}" if kind == "int" else _num(v)
-            )
-        table.add_row(label, *cells)
+        table.add_row(label, *(cell(r.metrics.get(key), kind) for r in sim.runs))
     out.print(table)
     for name, d in sim.comparison.get("vs_baseline", {}).items():
+        phrases = comparison_phrases(d, sim.comparison["common_jobs"])
         out.print(
-            f"{name} vs {sim.comparison['baseline']}: lends {_num(d['lent_chip_hours'])} more chip-hours, "
-            f"busy utilisation x{_num(d['utilisation_busy_ratio'])}, training chip-hours "
-            f"x{_num(d['training_chip_hours_ratio'])}, SLO attainment {d['slo_attainment_points']:+.2f} points, "
-            f"{d['deadlines_missed_delta']:+d} deadlines missed."
+            f"{name} against {sim.comparison['baseline']}: " + "; ".join(phrases) + ".", highlight=False
         )
     for pool in f["pools"]:
         for note in pool["notes"]:
@@ -151,7 +143,12 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
 
-    @fleet_app.command("simulate")
+    @fleet_app.command(
+        "simulate",
+        epilog="Examples:\n\n  silica fleet simulate examples/fleet.yaml\n\n"
+        "  silica fleet simulate examples/rainier.yaml --policy static --policy day_night "
+        "--html /tmp/rainier.html\n\n  silica fleet simulate examples/fleet.yaml --json --series",
+    )
     @handle_errors
     def simulate_cmd(
         fleet_file: Path = _FILE,
@@ -161,11 +158,15 @@ def register(app: typer.Typer) -> None:
         series: bool = typer.Option(False, "--series", help="Include time series in the JSON."),
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
-        from silica.fleet import simulate_file, write_report
+        from silica.fleet import simulate_file
+        from silica.report.fleet import write_fleet_report
+        from silica.report.page import Meta
 
-        sim = simulate_file(fleet_file, policy or None)
+        with progress(f"simulating {fleet_file.name}", not as_json):
+            sim = simulate_file(fleet_file, policy or None)
         if html is not None:
-            write_report(sim, html)
+            bases = "; ".join(sorted({p["price_basis"] for p in sim.fleet["pools"]})) or "none"
+            write_fleet_report(sim, html, Meta(command_line(), bases))
         if as_json:
             print_json(sim.to_dict(series=series))
             return
@@ -173,12 +174,20 @@ def register(app: typer.Typer) -> None:
         if html is not None:
             console().print(f"Report written to {html}.")
 
-    @fleet_app.command("plan")
+    @fleet_app.command(
+        "plan",
+        epilog="Examples:\n\n  silica fleet plan examples/rainier.yaml\n\n"
+        "  silica fleet plan examples/fleet.yaml --instance trn2.48xlarge --instance p5.48xlarge --target 0.99\n\n"
+        "  silica fleet plan examples/fleet.yaml --price trn2.48xlarge=30 --json",
+    )
     @handle_errors
     def plan_cmd(
         fleet_file: Path = _FILE,
-        instances: str | None = typer.Option(
-            None, "--instances", help="Candidate instance types, comma-separated."
+        instances: list[str] | None = typer.Option(
+            None,
+            "--instance",
+            "--instances",
+            help="Only these candidate instance types (repeatable, as in compare; commas also work).",
         ),
         target: float | None = typer.Option(None, "--target", help="SLO attainment to meet, e.g. 0.99."),
         policy: str | None = typer.Option(
@@ -207,21 +216,26 @@ def register(app: typer.Typer) -> None:
             )
         overrides = parse_price_overrides(price) if price else None
         catalog = load_catalog(overrides=overrides)
-        names = [n.strip() for n in instances.split(",") if n.strip()] if instances else None
-        plan = plan_fleet(
-            load_fleet_file(fleet_file),
-            instances=names,
-            target=target,
-            policy=policy,
-            catalog=catalog,
-            max_instances=max_instances,
-        )
+        names = [n.strip() for v in instances or [] for n in v.split(",") if n.strip()] or None
+        with progress(f"planning {fleet_file.name}", not as_json):
+            plan = plan_fleet(
+                load_fleet_file(fleet_file),
+                instances=names,
+                target=target,
+                policy=policy,
+                catalog=catalog,
+                max_instances=max_instances,
+            )
         if as_json:
             print_json(plan)
             return
         _show_plan(plan)
 
-    @fleet_app.command("sweep")
+    @fleet_app.command(
+        "sweep",
+        epilog="Examples:\n\n  silica fleet sweep examples/fleet.yaml\n\n"
+        "  silica fleet sweep examples/fleet.yaml --executor ray --workers 8 --no-store",
+    )
     @handle_errors
     def sweep_cmd(
         fleet_file: Path = _FILE,
