@@ -35,7 +35,22 @@ def _num(v: Any) -> str:
     return fmt(v, 4)
 
 
-def _show_simulation(sim: Simulation) -> None:
+def _peak_note(fleet_file: Path, sim: Simulation) -> str:
+    """Why the simulated peak differs from the file's, when burstiness moved it (66.43M for a 60M file)."""
+    from silica.fleet import load_fleet_file
+
+    demand = load_fleet_file(fleet_file).spec.inference.demand
+    asked, peak = demand.peak_output_tokens_per_s, sim.fleet["demand"]["peak_output_tokens_per_s"]
+    if asked is None or not demand.burstiness or abs(peak - asked) <= 1e-6 * asked:
+        return ""
+    change = 100 * (peak / asked - 1)
+    return (
+        f" (the file sets {_num(asked)}: minute-to-minute bursts resampled from {demand.burstiness} "
+        f"put the busiest minute {abs(change):.1f}% {'above' if change > 0 else 'below'} it)"
+    )
+
+
+def _show_simulation(sim: Simulation, peak_note: str = "") -> None:
     from rich.table import Table
 
     from silica.report.fleet import METRIC_ROWS, cell, comparison_phrases
@@ -44,7 +59,8 @@ def _show_simulation(sim: Simulation) -> None:
     out = console()
     out.print(
         f"[bold]{f['name']}[/]: {f['chips']:,} chips, {f['horizon_hours']:g} h in {f['steps']:,} steps; "
-        f"demand {f['demand']['name']} (peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s); "
+        f"demand {f['demand']['name']}, peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s"
+        f"{peak_note}; "
         f"{f['training_jobs']} training jobs"
     )
     for warning in sim.warnings:
@@ -170,7 +186,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(sim.to_dict(series=series))
             return
-        _show_simulation(sim)
+        _show_simulation(sim, _peak_note(fleet_file, sim))
         if html is not None:
             console().print(f"Report written to {html}.")
 

@@ -31,7 +31,7 @@ def _raw(value: float | None, unit: str) -> str:
 def claims_html(report: ClaimsReport, meta: Meta) -> str:
     """The whole claims page."""
     body = [
-        f"<p class='small'>Prices: {text(report.prices)}; tolerance {report.tolerance:.0%}; "
+        f"<p class='small'>Prices: {text(report.prices.replace('_', '-'))}; tolerance {report.tolerance:.0%}; "
         f"claims as of {text(report.as_of)}.</p>",
         table(
             ["claim", "verdict", "what Silica computes"],

@@ -54,10 +54,12 @@ def cell(value: Any, kind: str) -> str:
     return fmt(float(value), 4)
 
 
-def _more(delta: float, what: str, more: str = "more", fewer: str = "fewer") -> str:
+def _more(delta: float, what: str, one: str | None = None) -> str:
+    """'2 more jobs completed', '1 fewer deadline missed', 'the same jobs completed'."""
     if delta == 0:
-        return f"the same {what}"
-    return f"{fmt(abs(delta), 4)} {more if delta > 0 else fewer} {what}"
+        return f"the same number of {what}" if one else f"the same {what}"
+    noun = one if one and abs(delta) == 1 else what
+    return f"{fmt(abs(delta), 4)} {'more' if delta > 0 else 'fewer'} {noun}"
 
 
 def _ratio(r: float | None, what: str, up: str = "higher", down: str = "lower") -> str | None:
@@ -85,8 +87,8 @@ def comparison_phrases(d: dict[str, Any], common_jobs: int) -> list[str]:
         _ratio(d["utilisation_busy_ratio"], "busy utilisation"),
         _ratio(d["training_chip_hours_ratio"], "training chip-hours"),
         _more(d["lent_chip_hours"], "chip-hours lent to training"),
-        _more(d["jobs_completed_delta"], "jobs completed"),
-        _more(d["deadlines_missed_delta"], "deadlines missed"),
+        _more(d["jobs_completed_delta"], "jobs completed", "job completed"),
+        _more(d["deadlines_missed_delta"], "deadlines missed", "deadline missed"),
         jct,
         _ratio(d["usd_per_1m_tokens_ratio"], "USD per 1M tokens"),
     ]

@@ -129,8 +129,9 @@ def _charts(d: DeploymentReport) -> list[str]:
             [
                 Line("TTFT mean", [s.ttft.mean_ms if s.ttft else None for s in d.steps], "nvidia"),
                 Line("TPOT mean", [s.tpot.mean_ms if s.tpot else None for s in d.steps], "proposed"),
-                Line("TTFT plan", [p.ttft_ms] * len(x), "nvidia", dashed=True),
-                Line("TPOT plan", [p.tpot_ms] * len(x), "proposed", dashed=True),
+                # Darker shades: a plan line that equals the measured one stays visible on top of it.
+                Line("TTFT plan", [p.ttft_ms] * len(x), "#004d33", dashed=True),
+                Line("TPOT plan", [p.tpot_ms] * len(x), "#00335c", dashed=True),
             ],
             title=f"{d.name}: latency vs time",
             unit="ms",

@@ -33,7 +33,7 @@ h3{font-size:1.05rem}
 table{border-collapse:collapse;font-size:.88rem}
 th,td{border:1px solid #bbb;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f0f0f0} td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:.05rem .5rem;border-radius:.3rem;color:#fff;font-weight:600;font-size:.9em}
+.badge{display:inline-block;white-space:nowrap;padding:.05rem .5rem;border-radius:.3rem;color:#fff;font-weight:600;font-size:.9em}
 .trainium{background:#9a4a00}.inferentia{background:#005a9c}.nvidia{background:#00704a}.stay{background:#555}
 .supported{background:#00704a}.partly{background:#9a4a00}.not-supported{background:#b3261e}
 .cannot-check{background:#555}

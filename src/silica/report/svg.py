@@ -178,7 +178,7 @@ def bar_chart(
         hi = min(hi, cap)
     if hi - lo <= 0:
         hi = 1.0
-    plot_w = max(width - label_w - note_w - 8, 120.0)
+    plot_w = max(width - label_w - note_w - 8, 120.0 if compact else 320.0)
     width = int(label_w + plot_w + note_w + 8)
 
     def px(v: float) -> float:
@@ -322,7 +322,9 @@ def line_chart(
         layers.append((ln, vals, base))
     finite = [v for _, vals, _ in layers for v in vals if v is not None]
     hi = max([*finite, 1.0 if percent else 0.0]) or 1.0
-    hi = hi if percent and hi <= 1.0 else hi * 1.06
+    if not (percent and hi <= 1.0):
+        step = _nice_step(hi * 1.02, 4)
+        hi = math.ceil(hi * 1.02 / step) * step  # the top gridline is a round number above the data
     lo_x, hi_x = (x[0], x[-1]) if x else (0.0, 1.0)
     span_x = (hi_x - lo_x) or 1.0
 
