@@ -77,7 +77,7 @@ def comparison_phrases(d: dict[str, Any], common_jobs: int) -> list[str]:
     jct = None
     if speed is not None and speed > 0:
         change = (1.0 / speed - 1.0) * 100
-        jct = f"mean job completion time over the {common_jobs} jobs both finished " + (
+        jct = f"mean job completion time over the {common_jobs:,} jobs both finished " + (
             "unchanged"
             if abs(change) < 0.05
             else f"{abs(change):.1f}% {'shorter' if change < 0 else 'longer'}"

@@ -43,11 +43,14 @@ def fmt(value: float | None, digits: int = 3) -> str:
     """A number short enough for a tick or a cell: 1.2k, 3.4M, 0.98 (None and NaN print as '-')."""
     if value is None or not math.isfinite(value):
         return "-"
+    def short(v: float) -> str:  # never scientific notation: 130, not 1.3e+02
+        return f"{v:.0f}" if abs(v) >= 10**digits else f"{v:.{digits}g}"
+
     mag = abs(value)
     for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if mag >= limit:
-            return f"{value / limit:.{digits}g}{suffix}"
-    return f"{value:.{digits}g}"
+            return f"{short(value / limit)}{suffix}"
+    return short(value)
 
 
 def _value(value: float, unit: str) -> str:
