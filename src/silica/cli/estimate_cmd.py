@@ -240,10 +240,12 @@ def _print_estimate(r: Any) -> None:
             table.add_row("MFU", f"{r.mfu:.1%}")
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
         table.add_row(
-            "USD / hour", _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)"
+            f"USD / hour ({r.count} x {r.instance})",
+            _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)",
         )
         if r.usd_per_month is not None:
-            table.add_row("USD / month", f"{r.usd_per_month:,.0f}")
+            n = getattr(r, "instances_for_load", None) or r.count
+            table.add_row(f"USD / month ({n} x {r.instance} for the load)", f"{r.usd_per_month:,.0f}")
     for note in r.assumptions:
         table.add_row("assumes", note)
     out.print(table)
