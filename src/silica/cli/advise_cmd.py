@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from silica.cli._common import command_line, console, handle_errors, plain, price_facts, print_json, progress
+from silica.cli._common import command_line, handle_errors, plain, price_facts, print_json, progress
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
             None, "--set", help="Override a decision threshold: NAME=VALUE (repeatable)."
         ),
         no_store: bool = _NO_STORE,
+        output: str | None = output_option(),
     ) -> None:
         """Per workload: best deployment per family, savings, migration effort, payback and a verdict."""
         from silica.advise import advise as run
@@ -59,10 +60,7 @@ def register(app: typer.Typer) -> None:
         if not no_store:
             _store(_advice_records(inv, result))
         _write(reports)
-        if as_json:
-            print_json(result)
-        else:
-            _print_advice(result)
+        emit(_advice_listing(result), resolve_format(output, as_json), result)
 
     @app.command(
         epilog="Examples:\n\n  silica claims\n\n"
@@ -80,6 +78,7 @@ def register(app: typer.Typer) -> None:
         ),
         prices: Path | None = typer.Option(None, "--prices", help="A prices CSV of your own (see catalog)."),
         no_store: bool = _NO_STORE,
+        output: str | None = output_option(),
     ) -> None:
         """Re-derive the vendors' claims with Silica's own model: supported, partly, not supported or cannot check."""
         from silica.advise.claims import check_claims
@@ -94,10 +93,7 @@ def register(app: typer.Typer) -> None:
         if not no_store:
             _store([("claim", c.id, c.to_dict()) for c in result.claims])
         _write(reports)
-        if as_json:
-            print_json(result)
-        else:
-            _print_claims(result)
+        emit(_claims_listing(result), resolve_format(output, as_json), result)
 
     @app.command(
         epilog="Examples:\n\n  silica history\n\n  silica history --kind estimate --limit 10\n\n"
@@ -266,36 +262,51 @@ def _write_atomic(path: Path, text: str) -> None:
                 os.unlink(tmp)
 
 
-def _print_advice(advice: Any) -> None:
-    from rich.table import Table
-
+def _advice_listing(advice: Any) -> Listing:
+    """One row per workload; the two saving steps as the report shows them, money kept whole."""
     from silica.report._format import money, months, plain_reason
     from silica.report.advice import steps_text
 
-    table = Table(title=f"Silica advice: {advice.inventory}")
-    for col in ("workload", "verdict", "today/mo", "right-size (same vendor)", "change chip", "proposed/mo"):
-        table.add_column(col, justify="right" if col.endswith("mo") else "left")
-    table.add_column("payback", justify="right")
-    table.add_column("why")
+    rows = []
     for w in advice.workloads:
-        table.add_row(
-            w.name,
-            w.verdict,
-            money(w.current.monthly_usd),
-            *steps_text(w),
-            money(w.proposed_monthly_usd),
-            months(w.payback_months) if w.proposed else "-",
-            plain_reason(w.reasons[0])[0] if w.reasons else "",
+        right, chip = steps_text(w)
+        rows.append(
+            [
+                w.name,
+                w.verdict,
+                w.current.monthly_usd,
+                right,
+                chip,
+                w.proposed_monthly_usd,
+                months(w.payback_months) if w.proposed else "-",
+                plain_reason(w.reasons[0])[0] if w.reasons else "",
+            ]
         )
-    console().print(table)
+    return Listing(
+        f"Silica advice: {advice.inventory}",
+        (
+            Column("workload", keep=True),
+            Column("verdict", keep=True),
+            Column("today/mo", money, right=True, keep=True),
+            Column("right-size (same vendor)", drop=2),
+            Column("change chip", drop=3),
+            Column("proposed/mo", money, right=True, keep=True),
+            Column("payback", right=True, drop=1),
+            Column("why", drop=4),
+        ),
+        rows,
+        notes=("Full reasons, every option and the rules: --html FILE or --json.",),
+    )
 
 
-def _print_claims(report: Any) -> None:
-    from rich.table import Table
-
-    table = Table(title="Vendor claims, re-derived by Silica")
-    for col in ("claim", "verdict", "Silica computes"):
-        table.add_column(col)
-    for c in report.claims:
-        table.add_row(c.claim, c.verdict, c.computed)
-    console().print(table)
+def _claims_listing(report: Any) -> Listing:
+    return Listing(
+        "Vendor claims, re-derived by Silica",
+        (
+            Column("id", keep=True),
+            Column("verdict", keep=True),
+            Column("claim", drop=2),
+            Column("Silica computes"),
+        ),
+        [(c.id, c.verdict, c.claim, c.computed) for c in report.claims],
+    )
