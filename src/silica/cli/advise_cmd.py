@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
     @app.command(
         epilog="Examples:\n\n  silica claims\n\n"
         "  silica claims --price trn2.48xlarge=35.76     # check the unpriced claims with your quote\n\n"
-        "  silica claims --id trn2-price-performance --html /tmp/claims.html",
+        "  silica claims --id trn2-30-40-better-than-p5 --html /tmp/claims.html",
     )
     @handle_errors
     def claims(
