@@ -16,10 +16,15 @@ __all__ = ["claims_html", "source_line"]
 
 
 def source_line(made_by: str, where: str) -> str:
-    """Who made the claim and where, without repeating a phrase that is in both."""
-    if where.strip().lower() == made_by.strip().lower() or where.lower().startswith(made_by.lower()):
-        return where
-    return f"{made_by}: {where}"
+    """Who made the claim and where, without repeating a phrase that ends one and starts the other
+    ("vendor marketing, as listed in project issue 5" + "listed in project issue 5; ...")."""
+    a, b = made_by.strip(), where.strip()
+    if b.lower().startswith(a.lower()):
+        return b
+    for size in range(min(len(a), len(b)), 9, -1):
+        if a[-size:].lower() == b[:size].lower():
+            return a + b[size:]
+    return f"{a}: {b}"
 
 
 def _raw(value: float | None, unit: str) -> str:
