@@ -104,3 +104,22 @@ def test_piped_compare_is_tsv_csv_loads_and_80_columns_keep_money_whole() -> Non
     assert max(len(ln) for ln in table.stdout.splitlines()) <= 80
     for value in priced["$/1M out"]:
         assert any(f"{value:,.3f}" in ln for ln in rows), value
+
+
+def test_every_command_help_ends_with_examples() -> None:
+    from silica.cli.app import app
+
+    def walk(prefix: str, group: object) -> list[tuple[str, str | None]]:
+        out = [
+            (f"{prefix} {c.name or c.callback.__name__}".strip(), c.epilog) for c in group.registered_commands
+        ]  # type: ignore[attr-defined]
+        for sub in group.registered_groups:  # type: ignore[attr-defined]
+            out += walk(f"{prefix} {sub.name}".strip(), sub.typer_instance)
+        return out
+
+    commands = walk("", app)
+    assert len(commands) >= 20
+    missing = [name for name, epilog in commands if not (epilog or "").startswith("Examples:")]
+    assert not missing, missing
+    shown = _run("estimate", "-h", columns=120)
+    assert "Examples:" in shown.stdout and "silica estimate llama-3.1-8b --on g6e.xlarge" in shown.stdout

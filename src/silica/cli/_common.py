@@ -103,3 +103,45 @@ def progress(label: str, enabled: bool = True) -> Any:
     bar = Progress(SpinnerColumn(), TextColumn(label), TimeElapsedColumn(), console=err, transient=True)
     bar.add_task(label, total=None)
     return bar
+
+
+# Examples for the commands whose modules do not write their own epilog (a module's own always wins).
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "estimate": (
+        "silica estimate llama-3.1-8b --on g6e.xlarge --input-len 1024 --output-len 256",
+        "silica estimate llama-3.1-70b --on trn1.32xlarge --tpot-slo-ms 60 --rate 5",
+        "silica estimate llama-3.1-8b --on p5.48xlargex2 --task training --seq-len 4096 --tokens 1e11 --json",
+    ),
+    "compare": (
+        "silica compare llama-3.1-8b --input-len 1024 --output-len 256",
+        "silica compare llama-3.1-8b --rate 20 --instance g6e.xlarge --instance inf2.xlarge",
+        "silica compare llama-3.1-70b --task training --seq-len 8192 --tokens 2e12 -o csv > ranked.csv",
+    ),
+    "validate": ("silica validate ../shared/benchmarks/published.csv --out /tmp/rows.csv",),
+    "calibrate": ("silica calibrate my_measurements.csv --out /tmp/cal.json",),
+    "scan": ("silica scan llama-3.1-8b", "silica scan path/to/your/repo --json"),
+    "catalog chips": ("silica catalog chips", "silica catalog chips --family trainium --json"),
+    "catalog instances": ("silica catalog instances", "silica catalog instances --family nvidia -o csv"),
+    "monitor report": (
+        "silica monitor report --plan chat=plan.json --from scrapes.om --html /tmp/monitor.html",
+        "silica monitor report --plan chat=plan.json --prometheus http://127.0.0.1:9090 --since now-6h",
+    ),
+    "monitor exporter": ("silica monitor exporter --plan chat=plan.json --once",),
+}
+
+
+def add_examples(app: typer.Typer) -> None:
+    """Give every registered command without an epilog an Examples section, so `--help` always ends
+    with commands to copy."""
+
+    def fill(prefix: str, group: typer.Typer) -> None:
+        for cmd in group.registered_commands:
+            name = f"{prefix} {cmd.name or getattr(cmd.callback, '__name__', '')}".strip()
+            if cmd.epilog is None and name in EXAMPLES:
+                cmd.epilog = "Examples:\n\n" + "\n\n".join(f"  {e}" for e in EXAMPLES[name])
+        for sub in group.registered_groups:
+            if sub.typer_instance is not None:
+                label = str(sub.name or sub.typer_instance.info.name or "")
+                fill(f"{prefix} {label}".strip(), sub.typer_instance)
+
+    fill("", app)
