@@ -11,6 +11,7 @@ left out on purpose (inline SVG in HTML5 does not need it, and the report then h
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -43,6 +44,7 @@ def fmt(value: float | None, digits: int = 3) -> str:
     """A number short enough for a tick or a cell: 1.2k, 3.4M, 0.98 (None and NaN print as '-')."""
     if value is None or not math.isfinite(value):
         return "-"
+
     def short(v: float) -> str:  # never scientific notation: 130, not 1.3e+02
         return f"{v:.0f}" if abs(v) >= 10**digits else f"{v:.{digits}g}"
 
@@ -149,6 +151,11 @@ def _legend(
     return parts, (y - y0 + 18) if items else 0.0
 
 
+def _label(bar: Bar, hi: float, unit: str) -> str:
+    arrow = "\u25b8 " if bar.value > hi else ""  # the bar is cut at the axis end
+    return f"{arrow}{_value(bar.value, unit)} {bar.note}".strip()
+
+
 def bar_chart(
     bars: Sequence[Bar],
     *,
@@ -187,7 +194,13 @@ def bar_chart(
     def px(v: float) -> float:
         return label_w + (min(max(v, lo), hi) - lo) / (hi - lo) * plot_w
 
-    bottom = top + row * max(len(bars), 1)
+    # Compact labels wrap to the chart's width (never cut); each row is as tall as its lines need.
+    per_line = int((width - 16) / CHAR_W)
+    texts = [f"{b.label}: {_label(b, hi, unit)}" for b in bars]
+    wrapped = [textwrap.wrap(t, per_line) or [""] for t in texts] if compact else [[""] for _ in bars]
+    heights = [18 * len(w) + 24 if compact else row for w in wrapped]
+    starts = [top + sum(heights[:i]) for i in range(len(bars))]
+    bottom = top + (sum(heights) if bars else row)
     height = bottom + 24
     parts = [_open(width, height, title), _text(8, 18, title, bold=True), *leg_parts]
     for tick in _ticks(lo, hi, 4):
@@ -205,14 +218,13 @@ def bar_chart(
         parts.append(_text(x, top - 10, reference[1], anchor="middle", color=REF))
     zero = px(0.0)
     for i, bar in enumerate(bars):
-        y = top + i * row
+        y = starts[i]
         end = px(bar.value)
         x0, length = min(zero, end), abs(end - zero)
-        arrow = "\u25b8 " if bar.value > hi else ""
-        label = f"{arrow}{_value(bar.value, unit)} {bar.note}".strip()
-        bar_y, bar_h = (y + 22, 14) if compact else (y + 4, row - 8)
+        label = _label(bar, hi, unit)
+        bar_y, bar_h = (y + 18 * len(wrapped[i]) + 4, 14) if compact else (y + 4, row - 8)
         if compact:
-            parts.append(_text(8, y + 16, f"{bar.label}: {label}", halo=True))
+            parts += [_text(8, y + 16 + 18 * k, line, halo=True) for k, line in enumerate(wrapped[i])]
         else:
             parts.append(_text(label_w - 8, y + 16, bar.label, anchor="end"))
         parts.append(
