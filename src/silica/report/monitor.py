@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from html import escape
 
 from silica import __version__
 from silica.monitor.report import DeploymentReport, Latency, MonitorReport, Span
@@ -213,7 +212,7 @@ def monitor_html(report: MonitorReport, meta: Meta | None = None) -> str:
     meta = meta or Meta(command="silica monitor report", prices="as in the plan file")
     body = [
         f"<p>{_t(_iso(report.since))} to {_t(_iso(report.until))}; windows of {report.window_s / 3600:g} h; "
-        f"Silica {escape(__version__)}; sources: {_t(', '.join(report.sources))}.</p>",
+        f"sources: {_t(', '.join(report.sources))}.</p>",
         '<h2>Summary</h2><div class="wide">',
         _table(SUMMARY_HEAD, _summary_rows(report), numeric=(3, 4, 5, 6, 11, 12, 13)),
         "</div>",
