@@ -85,9 +85,20 @@ def test_estimate_with_count_and_training() -> None:
 
 
 def test_training_compare_table_renders() -> None:
-    r = run("compare", "llama-3.1-8b", "--task", "training", "--seq-len", "4096", "--tokens", "1e11")
+    r = run(
+        "compare",
+        "llama-3.1-8b",
+        "--task",
+        "training",
+        "--seq-len",
+        "4096",
+        "--tokens",
+        "1e11",
+        "-o",
+        "table",
+    )
     assert r.exit_code == 0, r.output
-    assert "ranked by cost" in r.stdout
+    assert "ranked by USD per training run" in " ".join(r.stdout.split())
 
 
 @pytest.mark.parametrize(

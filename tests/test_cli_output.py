@@ -67,7 +67,7 @@ def test_narrow_terminal_hides_optional_columns_but_keeps_money_whole(
     emit(listing, "table")
     text = out.getvalue()
     assert "1,234.5678" in text  # whole, on one line
-    assert "hidden at 40 columns: chip;" in text.replace("\n", " ")
+    assert "hidden at 40 columns: chip, note;" in text.replace("\n", " ")  # note would fold below 10
     assert _output.FORMATS == ("table", "json", "csv", "tsv")
 
 
@@ -76,3 +76,50 @@ def test_help_has_short_flag_and_no_bool_labels() -> None:
     assert out.returncode == 0
     assert "<bool>" not in out.stdout and "list[str]" not in out.stdout
     assert "TEXT..." in out.stdout
+
+
+COMPARE = ("compare", "llama-3.1-8b", "--task", "inference", "--input-len", "1024", "--output-len", "256")
+
+
+def test_piped_compare_is_tsv_csv_loads_and_80_columns_keep_money_whole() -> None:
+    piped = _run(*COMPARE)
+    assert piped.returncode == 0, piped.stderr
+    lines = piped.stdout.splitlines()
+    assert lines[0].split("\t")[:2] == ["#", "instance"] and "┃" not in piped.stdout
+    frame = pd.read_csv(io.StringIO(_run(*COMPARE, "--output", "csv").stdout))
+    priced = frame.dropna(subset=["$/1M out"])
+    assert list(priced["$/1M out"]) == sorted(priced["$/1M out"])  # numbers, ranked ascending
+    # On an 80-column terminal (a pty, so rich sees a terminal), every $/1M figure is printed whole.
+    code = (
+        "import sys; from rich.console import Console; import rich.console as rc; "
+        "rc.Console = lambda *a, **k: Console(width=80, force_terminal=True, color_system=None); "
+        "from silica.cli._output import emit, comparison_listing; from silica.plan import compare; "
+        "from silica.workload import InferenceWorkload as W; "
+        "emit(comparison_listing(compare('llama-3.1-8b', W(input_len=1024, output_len=256))), 'table')"
+    )
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    table = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert table.returncode == 0, table.stderr
+    rows = [ln for ln in table.stdout.splitlines() if ln.startswith("│")]
+    assert max(len(ln) for ln in table.stdout.splitlines()) <= 80
+    for value in priced["$/1M out"]:
+        assert any(f"{value:,.3f}" in ln for ln in rows), value
+
+
+def test_every_command_help_ends_with_examples() -> None:
+    from silica.cli.app import app
+
+    def walk(prefix: str, group: object) -> list[tuple[str, str | None]]:
+        out = [
+            (f"{prefix} {c.name or c.callback.__name__}".strip(), c.epilog) for c in group.registered_commands
+        ]  # type: ignore[attr-defined]
+        for sub in group.registered_groups:  # type: ignore[attr-defined]
+            out += walk(f"{prefix} {sub.name}".strip(), sub.typer_instance)
+        return out
+
+    commands = walk("", app)
+    assert len(commands) >= 20
+    missing = [name for name, epilog in commands if not (epilog or "").startswith("Examples:")]
+    assert not missing, missing
+    shown = _run("estimate", "-h", columns=120)
+    assert "Examples:" in shown.stdout and "silica estimate llama-3.1-8b --on g6e.xlarge" in shown.stdout

@@ -39,9 +39,10 @@ class UnknownNameError(InputError):
         known = list(known)
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"Did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+        kinds = kind[:-1] + "ies" if kind.endswith("y") and kind[-2:-1] not in "aeiou" else kind + "s"
         super().__init__(
             f"Unknown {kind} {name!r}.",
-            hint + (fix or f"run `silica catalog` or pass one of the {len(known)} known {kind}s."),
+            hint + (fix or f"run `silica catalog` or pass one of the {len(known)} known {kinds}."),
         )
         self.name = name
         self.suggestions = close

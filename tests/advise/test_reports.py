@@ -11,7 +11,12 @@ from tests.advise.conftest import EXAMPLE
 from silica.advise import Advice, advise
 from silica.advise.claim_checks import check_claims
 from silica.advise.claims import ClaimsReport
-from silica.report import advice_html, advice_markdown, claims_html, claims_markdown
+from silica.report import Meta, advice_html, advice_markdown, claims_html, claims_markdown
+from silica.report._format import money, months, weeks
+
+META = Meta(
+    "silica advise examples/inventory.yaml", "on-demand list prices as of 2026-01-21", "2026-12-01 12:00 UTC"
+)
 
 
 @functools.cache
@@ -40,37 +45,70 @@ def _offline(html: str) -> _Tags:
     parser = _Tags()
     parser.feed(html)
     assert "script" not in parser.tags and "link" not in parser.tags and "iframe" not in parser.tags
-    assert not any(name in ("src", "href") for name, _ in parser.attrs)
+    # Only in-page links (a reason's rule links to the rules table); nothing that loads or leaves.
+    assert not any(
+        name == "src" or (name == "href" and not (v or "").startswith("#")) for name, v in parser.attrs
+    )
     assert "@import" not in html and "url(" not in html
     return parser
 
 
 def test_advice_html_is_self_contained_with_all_four_charts() -> None:
-    html = advice_html(example())
+    html = advice_html(example(), META)
     tags = _offline(html)
     assert html.startswith("<!DOCTYPE html>")
     assert tags.tags.count("svg") >= 2 + 2 * len(example().workloads)
     for title in (
-        "Current vs proposed monthly cost",
+        "Monthly cost, today and proposed",
         "Payback of the migration",
         "by instance",
         "Sensitivity of the verdict",
     ):
         assert f'aria-label="{title}' in html or title in html, title
     for w in example().workloads:
-        assert f"{w.name} " in html and f'class="verdict {w.verdict}"' in html
+        assert f"{w.name} " in html and f'class="badge {w.verdict}"' in html
+    # Every chart has a caption, and the page scales on a phone.
+    assert html.count("<figcaption>") == html.count("<figure>") >= 2 + 2 * len(example().workloads)
+    assert 'name="viewport"' in html
 
 
 def test_advice_html_shows_the_library_numbers_and_rule_sources() -> None:
-    html = advice_html(example())
+    html = advice_html(example(), META)
     for w in example().workloads:
         assert f"${w.current.monthly_usd:,.0f}" in html
     assert "guide: below about $10,000 a month" in html  # a rule's source travels into the report
-    assert "[small-spend]" in html
+    # Rule ids only as tooltip and in-page link, never in the prose of a reason.
+    assert (
+        "[small-spend]" not in html and 'title="rule small-spend"' in html and 'id="rule-small-spend"' in html
+    )
+    assert "below <abbr" in html and ">small spend threshold</abbr>" in html
+    # Run date, version, command and price date at the top.
+    assert "2026-12-01 12:00 UTC" in html and "silica advise examples/inventory.yaml" in html
+    assert "prices: on-demand list prices as of 2026-01-21" in html
+
+
+def test_advice_splits_the_saving_into_right_size_and_chip_change() -> None:
+    [doc] = [w for w in example().workloads if w.name == "doc-summaries"]
+    r, p = doc.right_size, doc.proposed
+    assert r is not None and p is not None and r.group == "nvidia" and p.group == "inferentia"
+    html = advice_html(example(), META)
+    right = money(doc.current.monthly_usd - r.monthly_usd)
+    extra = money(r.monthly_usd - p.monthly_usd)
+    assert f"{right}/mo<br><span class='small'>{weeks(r.migration_weeks)}</span>" in html
+    assert f"{extra}/mo more<br><span class='small'>{weeks(p.migration_weeks)}</span>" in html
+    assert r.migration_weeks < p.migration_weeks  # right-sizing is the cheaper step
+
+
+def test_money_and_months_read_as_a_person_writes_them() -> None:
+    assert money(-226.4) == "-$226" and money(1234.6) == "$1,235"
+    assert months(0.04) == "< 0.1 months" and months(0.36) == "0.4 months" and months(None) == "never"
+    assert weeks(1) == "1 engineer-week" and weeks(4) == "4 engineer-weeks"
+    html = advice_html(example(), META)
+    assert "$-" not in html and "0.0 months</td>" not in html
 
 
 def test_advice_markdown_tables() -> None:
-    md = advice_markdown(example())
+    md = advice_markdown(example(), META)
     assert md.startswith("# Silica advice")
     assert "| workload | verdict |" in md
     for w in example().workloads:
@@ -79,11 +117,13 @@ def test_advice_markdown_tables() -> None:
 
 
 def test_claims_reports() -> None:
-    html = claims_html(claims())
+    html = claims_html(claims(), META)
     _offline(html)
-    assert "<svg" in html
+    assert "<svg" in html and "share of the claimed gain" in html
     for c in claims().claims:
-        assert f'class="verdict {c.verdict.replace(" ", "-")}"' in html
-    md = claims_markdown(claims())
+        assert f'class="badge {c.verdict.replace(" ", "-")}"' in html
+        tail = c.made_by.split(", as ")[-1]
+        assert f"{tail}: {tail}" not in html and f"{tail}; {tail}" not in html  # no doubled source phrase
+    md = claims_markdown(claims(), META)
     assert md.count("\n| ") >= len(claims().claims) + 1
     assert "## Sources" in md

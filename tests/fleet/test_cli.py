@@ -68,7 +68,7 @@ def test_simulate_html_report_is_self_contained(small_fleet: Callable[..., Path]
     )
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    assert html.count("<svg") >= 6 and "day_night vs static" in html and "autoscale" in html
+    assert html.count("<svg") >= 6 and "day_night against static" in html and "autoscale" in html
     for remote in ("<script", "http://", "https://", "<link", "@import"):
         assert remote not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
 

@@ -1,16 +1,84 @@
-"""The shipped examples run, and the Rainier-like report shows day/night against the static split."""
+"""The shipped examples run, and every figure the docs and examples quote from them is recomputed here.
+
+The figures checked (each recomputed with the code in the tree, by the same functions that
+`scripts/regenerate_docs.py` writes them with, and compared with what is committed):
+- docs/fleet.md `fleet-plan`: the planner's best mix for examples/fleet.yaml (194 instances at $437,786
+  when written) and every runner-up with its cost and why it lost; `melange`: its saving over the
+  cheapest single type and over A100 alone.
+- docs/fleet.md `rainier` and `rainier-story`: the Rainier-like table (attainment, utilisation,
+  training and lent chip-hours, jobs, deadlines missed, JCT, preemptions) and the big jobs' story.
+- examples/rainier_report.html: the whole report, but for its run-date line.
+- docs/fleet.md `traces-week`, first row (ServeGen m-large, light training), when ../shared/traces is
+  beside the checkout.
+A model change that moves any of them fails here until `python scripts/regenerate_docs.py` is run.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 
+import pytest
 from typer.testing import CliRunner
 
 from silica.cli.app import app
 from silica.fleet import load_fleet_file, simulate_file
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+REGEN = "python scripts/regenerate_docs.py"
+
+
+@cache
+def regen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("regenerate_docs", ROOT / "scripts" / "regenerate_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def committed(name: str) -> str:
+    found = regen().parts((ROOT / "docs" / "fleet.md").read_text())
+    assert name in found, f"docs/fleet.md lost its generated:{name} marker"
+    return str(found[name])
+
+
+def test_planner_table_in_docs_is_what_the_planner_finds_now() -> None:
+    assert committed("fleet-plan") == regen().plan_table(), f"planner table drifted: run {REGEN}"
+    assert committed("melange") == regen().melange(), f"Mélange comparison drifted: run {REGEN}"
+    best = regen().fleet_plan().best
+    assert best.metrics["slo_attainment"] >= 0.99 and best.metrics["jobs_deadline_missed"] == 0
+
+
+def test_rainier_figures_in_docs_are_what_the_simulator_finds_now() -> None:
+    assert committed("rainier") == regen().rainier_table(), f"Rainier-like table drifted: run {REGEN}"
+    assert committed("rainier-story") == regen().rainier_story(), f"Rainier-like jobs drifted: run {REGEN}"
+
+
+def _without_run_line(html: str) -> str:
+    return re.sub(r'<p class="meta">.*?</p>', "", html, count=1, flags=re.S)
+
+
+def test_rainier_report_html_is_what_the_simulator_finds_now() -> None:
+    shipped = (EXAMPLES / "rainier_report.html").read_text()
+    assert _without_run_line(shipped) == _without_run_line(regen().rainier_html()), (
+        f"examples/rainier_report.html drifted: run {REGEN}"
+    )
+    assert "<script" not in shipped and shipped.count("<figcaption>") >= 6
+
+
+def test_first_bundled_trace_row_in_docs_is_what_the_simulator_finds_now() -> None:
+    if not regen().TRACES.is_dir():
+        pytest.skip(f"{regen().TRACES} is not beside the checkout")
+    [(label, load, sim)] = regen().traces_week_runs(only=("servegen-m-large/light",))
+    row = regen().week_row(label, load, sim, with_peak=True)
+    table = committed("traces-week").splitlines()
+    assert table[2] == row, f"bundled-trace table drifted: run {REGEN}"
 
 
 def test_rainier_like_example_lends_its_night_to_training() -> None:
@@ -23,12 +91,6 @@ def test_rainier_like_example_lends_its_night_to_training() -> None:
     assert dn["slo_attainment"] > 0.99 and static["slo_attainment"] == 1.0
     assert static["total_usd"] is None  # trn2.48xlarge has no public price: unknown, never invented
     assert sim.fleet["pools"][0]["price_basis"].startswith("no public")
-
-
-def test_rainier_report_is_shipped_and_shows_both_policies() -> None:
-    html = (EXAMPLES / "rainier_report.html").read_text()
-    assert "rainier-like" in html and "day_night vs static" in html
-    assert html.count("<svg") >= 6 and "<script" not in html
 
 
 def test_mixed_example_simulates_all_three_policies_with_costs() -> None:

@@ -180,7 +180,7 @@ def test_a_job_bigger_than_every_pool_is_a_warning(small_fleet: Callable[..., Pa
         in data["warnings"][0]
     )
     assert data["warnings"][0].endswith(": big")
-    text = invoke("simulate", str(path)).stdout
+    text = invoke("simulate", str(path)).output  # piped: TSV on stdout, the warning on stderr
     assert "warning: 1 training job(s) need more chips" in text
 
 

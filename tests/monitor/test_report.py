@@ -90,7 +90,7 @@ def test_html_and_markdown_reports(replay: Replay, tmp_path: Path) -> None:
     code, _, err = _report(replay, "--html", str(html), "--md", str(md), "--no-store")
     assert code == 0, err
     page = html.read_text()
-    assert 'name="viewport"' in page and page.count("<svg") == 6  # 3 charts per deployment
+    assert 'name="viewport"' in page and page.count("<figure>") == 6  # 3 charts per deployment (wide + phone)
     assert "latency vs time" in page and "utilisation vs time" in page and "planned vs actual" in page
     assert "http://" not in page and "https://" not in page and "<script" not in page
     text = md.read_text()

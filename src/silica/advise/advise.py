@@ -14,7 +14,7 @@ from typing import Any
 
 from silica.advise.costing import candidates, current_cost
 from silica.advise.decide import decide, migration_weeks, with_estimates
-from silica.advise.inventory import Inventory, WorkloadSpec, load_inventory
+from silica.advise.inventory import Inventory, WorkloadSpec, in_yaml_terms, load_inventory
 from silica.advise.results import Advice, Sensitivity, Verdict, WorkloadAdvice
 from silica.advise.rules import Rules, load_rules
 from silica.cost import HOURS_PER_MONTH
@@ -90,8 +90,10 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
                     region=inv.region,
                 )
         except SilicaError as err:
+            # Name the inventory's YAML fields, never the CLI flags the planner's messages speak of.
             raise InputError(
-                f"{inv.path}, line {spec.line}, workload {spec.name!r}: {err.problem}", err.fix
+                f"{inv.path}, line {spec.line}, workload {spec.name!r}: {in_yaml_terms(err.problem)}",
+                in_yaml_terms(err.fix) if err.fix else err.fix,
             ) from None
     return found.results, now
 

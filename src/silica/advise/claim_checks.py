@@ -42,7 +42,7 @@ from silica.advise.claims import (
     combine,
     load_claims,
 )
-from silica.catalog import get_instance
+from silica.catalog import Catalog, get_instance
 from silica.catalog.schema import PurchaseOption
 from silica.errors import DataFileError, UnknownNameError
 
@@ -332,8 +332,14 @@ CHECKS: dict[str, Callable[[ClaimSpec, Context], ClaimResult]] = {
 }
 
 
-def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> ClaimsReport:
-    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim."""
+def check_claims(
+    ids: list[str] | None = None, *, path: Path | None = None, catalog: Catalog | None = None
+) -> ClaimsReport:
+    """Re-derive every claim (or the ones named) with Silica's model; returns one result per claim.
+
+    `catalog` carries the user's own prices (`--price`, `--prices`), so a claim that cannot be checked
+    for want of a public price (Trainium2) can be checked against the user's quote.
+    """
     data = load_claims(path)
     wanted = list(data.claims)
     if ids:
@@ -342,7 +348,7 @@ def check_claims(ids: list[str] | None = None, *, path: Path | None = None) -> C
             if claim_id not in known:
                 raise UnknownNameError("claim", claim_id, known, "run `silica claims` to list them.")
         wanted = [known[i] for i in ids]
-    ctx = Context(data)
+    ctx = Context(data, catalog)
     results = []
     for spec in wanted:
         if spec.check not in CHECKS:

@@ -22,7 +22,7 @@ from silica.advise.claims import (
     grade,
 )
 from silica.catalog import load_catalog, price_for
-from silica.catalog.schema import PurchaseOption
+from silica.catalog.schema import Catalog, PurchaseOption
 from silica.errors import SilicaError
 from silica.plan import compare
 from silica.results import Estimate, InferenceEstimate, TrainingEstimate
@@ -55,9 +55,9 @@ class CannotRun(Exception):
 class Context:
     """The catalog, the standard workloads and a cache of planner results shared by all checks."""
 
-    def __init__(self, data: ClaimsFile) -> None:
+    def __init__(self, data: ClaimsFile, catalog: Catalog | None = None) -> None:
         self.data = data
-        self.catalog = load_catalog()
+        self.catalog = catalog if catalog is not None else load_catalog()  # a user's --price applies
         self.tolerance = data.tolerance
         self._cache: dict[tuple[str, str], Estimate | None] = {}
 

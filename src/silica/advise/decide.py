@@ -351,7 +351,7 @@ def _notes(spec: WorkloadSpec, chosen: Option, current: CurrentCost, rules: Rule
     if chosen.group in NEURON and scan is not None:
         notes.append(
             f"the scan {scan.name} says {chosen.chip} is {scan.verdict(chosen.chip)}: "
-            f"{chosen.migration_weeks:g} engineer-weeks to port"
+            f"{chosen.migration_weeks:g} engineer-week{'' if chosen.migration_weeks == 1 else 's'} to port"
         )
     if chosen.group in NEURON:
         notes.append(

@@ -49,7 +49,7 @@ class _Pricing(_Strict):
 
 class _InferenceLoad(_Strict):
     input_len: int = Field(gt=0)
-    output_len: int = Field(ge=0)
+    output_len: int | None = Field(default=None, ge=0)  # may be omitted (or 1) for an encoder
     tokens_per_month: float | None = Field(default=None, gt=0)  # OUTPUT tokens a month
     requests_per_s: float | None = Field(default=None, gt=0)
     dtype: Dtype = "bf16"
@@ -234,7 +234,7 @@ def _workload(
         model = load_model(raw.model)
     except SilicaError as err:
         raise doc.error((*where, "model"), err.problem, err.fix or "use `silica models`.") from None
-    workload, runs = _load(doc, where, raw)
+    workload, runs = _load(doc, where, raw, model)
     current = _current(doc, (*where, "current"), raw.current, catalog, pricing)
     scan = None
     if raw.constraints.scan is not None:
@@ -255,8 +255,31 @@ def _workload(
     )
 
 
+def _output_len(doc: Located, at: Path_, given: int | None, model: ModelSpec) -> int:
+    """The output length to plan with. An encoder (a BERT classifier) generates no tokens, so an omitted
+    `output_len` or the `output_len: 1` people write for "one label per request" both mean 0; a decoder
+    must say how many tokens it generates."""
+    if model.kind == "encoder":
+        if given in (None, 0, 1):
+            return 0
+        raise doc.error(
+            (*at, "output_len"),
+            f"{model.id} is an encoder: it generates no tokens, so output_len {given} cannot be served.",
+            "omit load.output_len (or set it to 0 or 1) for an encoder; it is ranked by prompt tokens per dollar.",
+        )
+    if given is None:
+        raise doc.error((*at, "output_len"), "missing.", f"add it (tokens generated per request); {_EXAMPLE}")
+    if given == 0:
+        raise doc.error(
+            (*at, "output_len"),
+            f"0: {model.id} is a decoder and every request generates at least one token.",
+            "set load.output_len to 1 or more.",
+        )
+    return given
+
+
 def _load(
-    doc: Located, where: Path_, raw: _Workload
+    doc: Located, where: Path_, raw: _Workload, model: ModelSpec
 ) -> tuple[InferenceWorkload | TrainingWorkload, float | None]:
     at: Path_ = (*where, "load")
     slo = raw.slo or _Slo()
@@ -269,10 +292,11 @@ def _load(
                     "an inference load needs tokens_per_month (output tokens a month) or requests_per_s.",
                     f"add one of them; {_EXAMPLE}",
                 )
+            output_len = _output_len(doc, at, load.output_len, model)
             return (
                 InferenceWorkload(
                     input_len=load.input_len,
-                    output_len=load.output_len,
+                    output_len=output_len,
                     ttft_slo_ms=slo.ttft_ms,
                     tpot_slo_ms=slo.tpot_ms,
                     rate_req_per_s=load.requests_per_s,
@@ -298,7 +322,7 @@ def _load(
     except SilicaError as err:
         if str(doc.path) in err.problem:
             raise
-        problem, fix = _in_yaml_terms(err.problem), _in_yaml_terms(err.fix or _EXAMPLE)
+        problem, fix = in_yaml_terms(err.problem), in_yaml_terms(err.fix or _EXAMPLE)
         if "contradicts" in err.problem and "tokens per month" in err.problem:
             fix = (
                 "give only one of load.requests_per_s and load.tokens_per_month; tokens_per_month counts "
@@ -324,7 +348,7 @@ _FLAG_FIELDS = {
 _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 
 
-def _in_yaml_terms(text: str) -> str:
+def in_yaml_terms(text: str) -> str:
     """The library's message with its command-line flags replaced by the inventory's field names."""
     out = _FLAG.sub(lambda m: _FLAG_FIELDS.get(m.group(0), m.group(0)), text)
     return out.replace("contradicts tokens per month", "contradicts load.tokens_per_month")

@@ -147,6 +147,20 @@ class WorkloadAdvice:
         return self.proposed.payback_months if self.proposed else None
 
     @property
+    def right_size(self) -> Option | None:
+        """The cheapest priced option in today's family (right-sizing without changing chip), if any.
+
+        Reports split the saving into this step and the extra from changing chip, because the two cost
+        very different migration efforts. None when today's instance is unknown or its family has no
+        priced option.
+        """
+        group = next((o.group for o in self.options if o.instance == self.current.instance), None)
+        found = self.best.get(group) if group is not None else None
+        if found is None or found.option is None or found.option.monthly_usd is None:
+            return None
+        return found.option
+
+    @property
     def proposed_monthly_usd(self) -> float:
         if self.proposed and self.proposed.monthly_usd is not None:
             return self.proposed.monthly_usd
@@ -168,6 +182,7 @@ class WorkloadAdvice:
             "current": self.current.to_dict(),
             "proposed": self.proposed.to_dict() if self.proposed else None,
             "best_alternative": self.best_alternative.to_dict() if self.best_alternative else None,
+            "right_size": self.right_size.to_dict() if self.right_size else None,
             "options": [o.to_dict() for o in self.options],
             "sensitivity": self.sensitivity.to_dict(),
             "assumptions": list(self.assumptions),

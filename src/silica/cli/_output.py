@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 import typer
 
-__all__ = ["FORMATS", "Column", "Listing", "OutputFormat", "emit", "output_option", "resolve_format"]
+__all__ = [
+    "FORMATS",
+    "Column",
+    "Listing",
+    "OutputFormat",
+    "comparison_listing",
+    "emit",
+    "output_option",
+    "resolve_format",
+]
 
 OutputFormat = Literal["table", "json", "csv", "tsv"]
 FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "tsv")
@@ -130,22 +139,131 @@ def _table(listing: Listing, shown: Sequence[int]) -> Any:
     from rich.table import Table
 
     table = Table(title=listing.title, title_justify="left")
-    for i in shown:
+    cells = [
+        ["-" if row[i] is None else listing.columns[i].fmt(row[i]) for i in shown] for row in listing.rows
+    ]
+    for k, i in enumerate(shown):
         col = listing.columns[i]
-        # Numbers and kept columns never wrap; only free text (notes, names of things) folds.
+        # Numbers and kept columns never wrap or shrink (a minimum width as wide as their widest
+        # cell); only free text (notes, names of things) folds.
+        whole = col.keep or col.right
+        widest = max([len(col.name), *(len(r[k]) for r in cells)]) if whole else None
         table.add_column(
-            col.name, justify="right" if col.right else "left", no_wrap=col.keep or col.right, overflow="fold"
+            col.name,
+            justify="right" if col.right else "left",
+            no_wrap=whole,
+            overflow="fold",
+            min_width=widest,
         )
-    for row in listing.rows:
-        table.add_row(*["-" if row[i] is None else listing.columns[i].fmt(row[i]) for i in shown])
+    for r in cells:
+        table.add_row(*r)
     return table
 
 
 def _squeezed(console: Any, table: Any) -> bool:
-    """True when rendering at this width would fold some text column below a readable 8 characters."""
+    """True when rendering at this width would shrink a number or kept column at all, or fold some
+    text column below a readable 10 characters."""
     wide = console.options.update_width(10_000)
     if console.measure(table, options=wide).maximum <= console.width:
         return False
     natural = table._calculate_column_widths(console, wide)
     widths = table._calculate_column_widths(console, console.options)
-    return any(w < min(10, n) for w, n in zip(widths, natural, strict=True))
+    if sum(widths) + len(widths) + 1 > console.width:  # cells plus one border between each
+        return True
+    for col, w, n in zip(table.columns, widths, natural, strict=True):
+        if (col.no_wrap and w < n) or w < min(10, n):
+            return True
+    return False
+
+
+def _num(spec: str) -> Callable[[Any], str]:
+    return lambda v: format(v, spec)
+
+
+def _basis(price: Any) -> str:
+    option = "" if price.option == "on_demand" else f"{price.option}, "
+    return f"{option}{price.region}, {price.as_of}"
+
+
+def comparison_listing(c: Any) -> Listing:
+    """The `silica compare` ranking as a `Listing` (raw numbers; the terminal view formats them).
+
+    The title names what the ranking is ordered by, so `--rate` (ranked by $/month at that load) and a
+    plain run (ranked by $/1M output tokens) are never confused. Prices from more than one region or
+    date get a price-basis column; otherwise one note says where all the prices came from.
+    """
+    training = c.task == "training"
+    wl = c.workload
+    loaded = bool(not training and (wl.get("rate_req_per_s") or wl.get("tokens_per_month")))
+    encoder = not training and wl.get("output_len") == 0
+    money2, money0 = _num(",.2f"), _num(",.0f")
+    head = [
+        Column("#", right=True, keep=True),
+        Column("instance", keep=True),
+        Column("n", right=True, drop=4),
+        Column("chip", drop=6),
+        Column("layout", drop=5),
+    ]
+    metrics: list[tuple[Column, Callable[[Any], Any]]]
+    if training:
+        order = "USD per training run"
+        metrics = [
+            (Column("tok/s/chip", money0, right=True, drop=2), lambda r: r.tokens_per_s_per_chip),
+            (Column("days", _num(".1f"), right=True, keep=True), lambda r: r.train_days),
+            (Column("$/h", money2, right=True, drop=3), lambda r: r.usd_per_hour),
+            (Column("$ per run", money0, right=True, keep=True), lambda r: r.usd_per_run),
+        ]
+    elif encoder:
+        order = "$/month at this load" if loaded else "$/1M prompt tokens"
+        metrics = [
+            (Column("latency ms", _num(".1f"), right=True, drop=2), lambda r: r.ttft_ms),
+            (Column("prompt tok/s", money0, right=True, drop=1), lambda r: r.input_tokens_per_s),
+            (Column("$/h", money2, right=True, drop=3), lambda r: r.usd_per_hour),
+            (Column("$/1M prompt", _num(",.4f"), right=True, keep=True), lambda r: r.usd_per_1m_input_tokens),
+        ]
+    else:
+        order = "$/month at this load" if loaded else "$/1M output tokens"
+        metrics = [
+            (Column("TTFT ms", _num(",.1f"), right=True, drop=2), lambda r: r.ttft_ms),
+            (Column("TPOT ms", _num(".2f"), right=True, drop=2), lambda r: r.tpot_ms),
+            (Column("out tok/s", money0, right=True, drop=1), lambda r: r.output_tokens_per_s),
+            (Column("$/h", money2, right=True, drop=3), lambda r: r.usd_per_hour),
+            (Column("$/1M out", _num(",.3f"), right=True, keep=True), lambda r: r.usd_per_1m_output_tokens),
+        ]
+    if loaded:
+        metrics += [
+            (Column("instances", right=True, keep=True), lambda r: r.instances_for_load),
+            (Column("$/month", money0, right=True, keep=True), lambda r: r.usd_per_month),
+        ]
+    bases = {(r.price.option, r.price.region, r.price.as_of) for r in c.results if r.price is not None}
+    mixed = len(bases) > 1
+    tail = [Column("price basis", keep=True)] if mixed else []
+    tail.append(Column("note", drop=7))
+    rows: list[list[Any]] = []
+    for rank, r in enumerate(c.results, 1):
+        basis = None if r.price is None else _basis(r.price)
+        if not r.feasible:
+            note = "cannot run: " + "; ".join(r.reasons)
+            rows.append([rank, r.instance, r.count, r.chip, None, *([None] * len(metrics))])
+        else:
+            layout = f"tp{r.tp} pp{r.pp} x{r.dp}" + ("" if training else f" b{r.batch}")
+            if r.price is not None:
+                note = ""
+            elif r.breakeven_usd_per_hour:
+                note = f"unpriced; ties at ${r.breakeven_usd_per_hour:,.2f}/h"
+            else:
+                note = "unpriced"
+            rows.append([rank, r.instance, r.count, r.chip, layout, *(get(r) for _, get in metrics)])
+        rows[-1] += ([basis] if mixed else []) + [note]
+    notes = []
+    if len(bases) == 1:
+        option, region, as_of = next(iter(bases))
+        notes.append(f"Prices: {option}, {region}, as of {as_of}.")
+    elif mixed:
+        notes.append("Prices come from more than one region, option or date: see the price basis column.")
+    return Listing(
+        title=f"{c.model}: {c.task}, every instance type ranked by {order}",
+        columns=[*head, *(col for col, _ in metrics), *tail],
+        rows=rows,
+        notes=notes,
+    )

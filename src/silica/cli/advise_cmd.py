@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from silica.cli._common import console, handle_errors, plain, print_json
+from silica.cli._common import command_line, handle_errors, plain, print_json, progress
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
@@ -30,7 +30,11 @@ _NO_STORE = typer.Option(False, "--no-store", help="Do not keep the results in t
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(
+        epilog="Examples:\n\n  silica advise examples/inventory.yaml\n\n"
+        "  silica advise examples/inventory.yaml --html /tmp/advice.html --md /tmp/advice.md\n\n"
+        "  silica advise examples/inventory.yaml --set max_payback_months=6 --json",
+    )
     @handle_errors
     def advise(
         inventory: Path = typer.Argument(..., help="Inventory YAML (see examples/inventory.yaml)."),
@@ -41,43 +45,59 @@ def register(app: typer.Typer) -> None:
             None, "--set", help="Override a decision threshold: NAME=VALUE (repeatable)."
         ),
         no_store: bool = _NO_STORE,
+        output: str | None = output_option(),
     ) -> None:
         """Per workload: best deployment per family, savings, migration effort, payback and a verdict."""
         from silica.advise import advise as run
         from silica.advise import load_inventory, parse_settings
+        from silica.report import Meta
 
         inv = load_inventory(inventory)
-        result = run(inv, settings=parse_settings(settings or []))
-        reports = _render(result, html, md, "advice")
+        with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
+            result = run(inv, settings=parse_settings(settings or []))
+        from silica.report.page import price_facts
+
+        meta = Meta(command_line(), price_facts(inv.catalog, inv.option))
+        reports = _render(result, html, md, "advice", meta)
         if not no_store:
             _store(_advice_records(inv, result))
         _write(reports)
-        if as_json:
-            print_json(result)
-        else:
-            _print_advice(result)
+        emit(_advice_listing(result), resolve_format(output, as_json), result)
 
-    @app.command()
+    @app.command(
+        epilog="Examples:\n\n  silica claims\n\n"
+        "  silica claims --price trn2.48xlarge=35.76     # check the unpriced claims with your quote\n\n"
+        "  silica claims --id trn2-30-40-better-than-p5 --html /tmp/claims.html",
+    )
     @handle_errors
     def claims(
         as_json: bool = _JSON,
         html: Path | None = _HTML,
         md: Path | None = _MD,
         ids: list[str] | None = typer.Option(None, "--id", help="Only this claim (repeatable)."),
+        price: list[str] | None = typer.Option(
+            None, "--price", help="Your price: INSTANCE=USD_PER_HOUR (repeatable); it always applies."
+        ),
+        prices: Path | None = typer.Option(None, "--prices", help="A prices CSV of your own (see catalog)."),
         no_store: bool = _NO_STORE,
+        output: str | None = output_option(),
     ) -> None:
         """Re-derive the vendors' claims with Silica's own model: supported, partly, not supported or cannot check."""
         from silica.advise.claim_checks import check_claims
+        from silica.catalog import load_catalog, parse_price_overrides
+        from silica.report import Meta
 
-        result = check_claims(ids)
-        reports = _render(result, html, md, "claims")
+        overrides = parse_price_overrides(price, load_catalog()) if price else None
+        catalog = load_catalog(prices_path=prices, overrides=overrides)
+        with progress("re-deriving the vendors' claims", not as_json):
+            result = check_claims(ids, catalog=catalog)
+        from silica.report.page import price_facts
+
+        reports = _render(result, html, md, "claims", Meta(command_line(), price_facts(catalog)))
         if not no_store:
             _store([("claim", c.id, c.to_dict()) for c in result.claims])
         _write(reports)
-        if as_json:
-            print_json(result)
-        else:
-            _print_claims(result)
+        emit(_claims_listing(result), resolve_format(output, as_json), result)
 
     @app.command(
         epilog="Examples:\n\n  silica history\n\n  silica history --kind estimate --limit 10\n\n"
@@ -168,12 +188,12 @@ def _store(records: list[tuple[str, str, dict[str, Any]]]) -> None:
     sys.stderr.write(f"stored {len(ids)} records (#{ids[0]}-#{ids[-1]}) in {store.display_url}\n")
 
 
-def _render(result: Any, html: Path | None, md: Path | None, what: str) -> list[tuple[Path, str]]:
+def _render(result: Any, html: Path | None, md: Path | None, what: str, meta: Any) -> list[tuple[Path, str]]:
     """Every requested report as text, each with a checked destination; nothing is written yet."""
     from silica.errors import InputError
     from silica.report import advice_html, advice_markdown, claims_html, claims_markdown
 
-    renderers: dict[str, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
+    renderers: dict[str, tuple[Callable[[Any, Any], str], Callable[[Any, Any], str]]] = {
         "advice": (advice_html, advice_markdown),
         "claims": (claims_html, claims_markdown),
     }
@@ -184,7 +204,7 @@ def _render(result: Any, html: Path | None, md: Path | None, what: str) -> list[
     for path, fn in ((html, render[0]), (md, render[1])):
         if path is not None:
             _check_target(path)
-            out.append((path, fn(result)))
+            out.append((path, fn(result, meta)))
     return out
 
 
@@ -246,37 +266,51 @@ def _write_atomic(path: Path, text: str) -> None:
                 os.unlink(tmp)
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.0f}"
+def _advice_listing(advice: Any) -> Listing:
+    """One row per workload; the two saving steps as the report shows them, money kept whole."""
+    from silica.report._format import money, months, plain_reason
+    from silica.report.advice import steps_text
 
-
-def _print_advice(advice: Any) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Silica advice: {advice.inventory}")
-    for col in ("workload", "verdict", "today/mo", "proposed/mo", "saving/mo", "weeks", "payback", "why"):
-        table.add_column(col, justify="right" if col.endswith(("mo", "weeks", "payback")) else "left")
+    rows = []
     for w in advice.workloads:
-        payback = "-" if w.payback_months is None else f"{w.payback_months:.1f} mo"
-        table.add_row(
-            w.name,
-            w.verdict,
-            _money(w.current.monthly_usd),
-            _money(w.proposed_monthly_usd),
-            _money(w.monthly_savings_usd),
-            f"{w.migration_weeks:g}",
-            payback,
-            w.reasons[0] if w.reasons else "",
+        right, chip = steps_text(w)
+        rows.append(
+            [
+                w.name,
+                w.verdict,
+                w.current.monthly_usd,
+                right,
+                chip,
+                w.proposed_monthly_usd,
+                months(w.payback_months) if w.proposed else "-",
+                plain_reason(w.reasons[0])[0] if w.reasons else "",
+            ]
         )
-    console().print(table)
+    return Listing(
+        f"Silica advice: {advice.inventory}",
+        (
+            Column("workload", keep=True),
+            Column("verdict", keep=True),
+            Column("today/mo", money, right=True, keep=True),
+            Column("right-size (same vendor)", drop=2),
+            Column("change chip", drop=3),
+            Column("proposed/mo", money, right=True, keep=True),
+            Column("payback", right=True, drop=1),
+            Column("why", drop=4),
+        ),
+        rows,
+        notes=("Full reasons, every option and the rules: --html FILE or --json.",),
+    )
 
 
-def _print_claims(report: Any) -> None:
-    from rich.table import Table
-
-    table = Table(title="Vendor claims, re-derived by Silica")
-    for col in ("claim", "verdict", "Silica computes"):
-        table.add_column(col)
-    for c in report.claims:
-        table.add_row(c.claim, c.verdict, c.computed)
-    console().print(table)
+def _claims_listing(report: Any) -> Listing:
+    return Listing(
+        "Vendor claims, re-derived by Silica",
+        (
+            Column("id", keep=True),
+            Column("verdict", keep=True),
+            Column("claim", drop=2),
+            Column("Silica computes"),
+        ),
+        [(c.id, c.verdict, c.claim, c.computed) for c in report.claims],
+    )

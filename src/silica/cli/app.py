@@ -79,6 +79,9 @@ def _register() -> None:
         "serve_cmd",
     ):
         importlib.import_module(f"silica.cli.{name}").register(app)
+    from silica.cli._common import add_examples
+
+    add_examples(app)  # an Examples section in every command's --help
 
 
 _register()

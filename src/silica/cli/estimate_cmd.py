@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast, get_type_hints
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
+from silica.cli._output import comparison_listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
     from silica.catalog.schema import Catalog, Dtype, PurchaseOption
@@ -242,6 +243,7 @@ def register(app: typer.Typer) -> None:
         announced: bool = typer.Option(
             False, "--include-announced", help="Also rank announced, unreleased chips."
         ),
+        output: str | None = output_option(),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -259,10 +261,7 @@ def register(app: typer.Typer) -> None:
             region=opts.region,
             include_announced=announced,
         )
-        if opts.as_json:
-            print_json(result)
-            return
-        _print_comparison(result)
+        emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
 
 def _print_estimate(r: Any) -> None:
@@ -298,10 +297,12 @@ def _print_estimate(r: Any) -> None:
         for phase in r.time:
             table.add_row("time", _phase_line(phase, r.batch))
         table.add_row(
-            "USD / hour", _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)"
+            f"USD / hour ({r.count} x {r.instance})",
+            _fmt(r.usd_per_hour, ",.2f") if r.usd_per_hour else "unknown (no public price)",
         )
         if r.usd_per_month is not None:
-            table.add_row("USD / month", f"{r.usd_per_month:,.0f}")
+            n = getattr(r, "instances_for_load", None) or r.count
+            table.add_row(f"USD / month ({n} x {r.instance} for the load)", f"{r.usd_per_month:,.0f}")
     for note in r.assumptions:
         table.add_row("assumes", note)
     out.print(table)
@@ -338,94 +339,3 @@ def _phase_line(p: Any, batch: int | None) -> str:
 def _band(r: Any, key: str, spec: str) -> str:
     band = r.bands.get(key)
     return "-" if band is None else f"{format(band.low, spec)}-{format(band.high, spec)}"
-
-
-def _print_comparison(c: Any) -> None:
-    from rich.table import Table
-
-    out = console()
-    training, loaded, encoder = c.ranking.training, c.ranking.loaded, c.ranking.encoder
-    table = Table(title=f"{c.model}: {c.task}, every instance type ranked by cost")
-    for col in ("#", "instance", "n", "chip", "layout"):
-        table.add_column(col)
-    if training:
-        metrics: tuple[str, ...] = ("tok/s/chip", "days", "$/h", "$ per run", "p10-p90")
-    elif encoder:
-        metrics = (
-            "latency ms",
-            "prompt tok/s",
-            "$/h",
-            "$/1M prompt",
-            "instances" if loaded else "",
-            "$/month" if loaded else "",
-        )
-        metrics = tuple(m for m in metrics if m)
-    elif loaded:
-        metrics = ("TTFT ms", "TPOT ms", "out tok/s", "$/1M out", "instances", "$/month")
-    else:
-        metrics = ("TTFT ms", "TPOT ms", "out tok/s", "$/h", "$/1M out", "p10-p90")
-    for col in metrics:
-        table.add_column(col, justify="right")
-    table.add_column("note")
-    for rank, r in enumerate(c.results, 1):
-        if not r.feasible:
-            table.add_row(
-                str(rank),
-                r.instance,
-                str(r.count),
-                r.chip,
-                "-",
-                *["-"] * len(metrics),
-                "[red]" + "; ".join(r.reasons) + "[/red]",
-            )
-            continue
-        layout = f"tp{r.tp} pp{r.pp} x{r.dp}" + ("" if training else f" b{r.batch}")
-        price = _fmt(r.usd_per_hour, ",.2f")
-        if r.price is not None:
-            note = (
-                ""
-                if r.price.option == "on_demand"
-                else f"{r.price.option} price, {r.price.region}, {r.price.as_of}"
-            )
-        elif r.breakeven_usd_per_hour:
-            note = f"unpriced; ties at ${r.breakeven_usd_per_hour:,.2f}/h"
-        else:
-            note = "unpriced"
-        vals: tuple[str, ...]
-        if training:
-            vals = (
-                _fmt(r.tokens_per_s_per_chip, ",.0f"),
-                _fmt(r.train_days, ".1f"),
-                price,
-                _fmt(r.usd_per_run, ",.0f"),
-                _band(r, "usd_per_run", ",.0f"),
-            )
-        elif encoder:
-            vals = (
-                _fmt(r.ttft_ms),
-                _fmt(r.input_tokens_per_s, ",.0f"),
-                price,
-                _fmt(r.usd_per_1m_input_tokens, ".4f"),
-            )
-            if loaded:
-                vals += (_fmt(r.instances_for_load, "d"), _fmt(r.usd_per_month, ",.0f"))
-        elif loaded:
-            vals = (
-                _fmt(r.ttft_ms),
-                _fmt(r.tpot_ms, ".2f"),
-                _fmt(r.output_tokens_per_s, ",.0f"),
-                _fmt(r.usd_per_1m_output_tokens, ".3f"),
-                _fmt(r.instances_for_load, "d"),
-                _fmt(r.usd_per_month, ",.0f"),
-            )
-        else:
-            vals = (
-                _fmt(r.ttft_ms),
-                _fmt(r.tpot_ms, ".2f"),
-                _fmt(r.output_tokens_per_s, ",.0f"),
-                price,
-                _fmt(r.usd_per_1m_output_tokens, ".3f"),
-                _band(r, "usd_per_1m_output_tokens", ".3f"),
-            )
-        table.add_row(str(rank), r.instance, str(r.count), r.chip, layout, *vals, note)
-    out.print(table)

@@ -6,12 +6,14 @@ Only typer is imported at module level; numpy, the simulator, rich and Ray load 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from silica.cli._common import console, handle_errors, print_json
+from silica.cli._common import command_line, console, handle_errors, print_json, progress
+from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
     from silica.fleet import FleetPlan, Simulation, SweepResult
@@ -30,118 +32,122 @@ def _pct(v: Any) -> str:
 
 
 def _num(v: Any) -> str:
-    from silica.fleet._svg import fmt
+    from silica.report.svg import fmt
 
     return fmt(v, 4)
 
 
-def _show_simulation(sim: Simulation) -> None:
-    from rich.table import Table
+def _peak_note(fleet_file: Path, sim: Simulation) -> str:
+    """Why the simulated peak differs from the file's, when burstiness moved it (66.43M for a 60M file)."""
+    from silica.fleet import load_fleet_file
 
-    from silica.fleet.report import METRIC_ROWS
+    demand = load_fleet_file(fleet_file).spec.inference.demand
+    asked, peak = demand.peak_output_tokens_per_s, sim.fleet["demand"]["peak_output_tokens_per_s"]
+    if asked is None or not demand.burstiness or abs(peak - asked) <= 1e-6 * asked:
+        return ""
+    change = 100 * (peak / asked - 1)
+    return (
+        f" (the file sets {_num(asked)}: minute-to-minute bursts resampled from {demand.burstiness} "
+        f"put the busiest minute {abs(change):.1f}% {'above' if change > 0 else 'below'} it)"
+    )
+
+
+def _simulation_listing(sim: Simulation, peak_note: str = "", *, raw: bool = False) -> Listing:
+    """One row per metric, one column per policy (raw values for TSV/CSV); the fleet, the warnings and
+    the comparison in words go in the notes."""
+    from silica.report.fleet import METRIC_ROWS, cell, comparison_phrases
 
     f = sim.fleet
-    out = console()
-    out.print(
-        f"[bold]{f['name']}[/]: {f['chips']:,} chips, {f['horizon_hours']:g} h in {f['steps']:,} steps; "
-        f"demand {f['demand']['name']} (peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s); "
-        f"{f['training_jobs']} training jobs"
-    )
-    for warning in sim.warnings:
-        out.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
-    table = Table(title="Policies on the same demand and jobs")
-    table.add_column("metric")
-    for r in sim.runs:
-        table.add_column(r.policy.name, justify="right")
-    for key, label, kind in METRIC_ROWS:
-        cells = []
-        for r in sim.runs:
-            v = r.metrics.get(key)
-            cells.append(
-                _pct(v) if kind == "pct" else "-" if v is None else f"{v:,}" if kind == "int" else _num(v)
-            )
-        table.add_row(label, *cells)
-    out.print(table)
+    notes = [
+        f"{f['name']}: {f['chips']:,} chips, {f['horizon_hours']:g} h in {f['steps']:,} steps; "
+        f"demand {f['demand']['name']}, peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s"
+        f"{peak_note}; {f['training_jobs']} training jobs"
+    ]
+    notes += [f"warning: {w}" for w in sim.warnings]
     for name, d in sim.comparison.get("vs_baseline", {}).items():
-        out.print(
-            f"{name} vs {sim.comparison['baseline']}: lends {_num(d['lent_chip_hours'])} more chip-hours, "
-            f"busy utilisation x{_num(d['utilisation_busy_ratio'])}, training chip-hours "
-            f"x{_num(d['training_chip_hours_ratio'])}, SLO attainment {d['slo_attainment_points']:+.2f} points, "
-            f"{d['deadlines_missed_delta']:+d} deadlines missed."
-        )
-    for pool in f["pools"]:
-        for note in pool["notes"]:
-            out.print(f"{pool['instance']}: {note}")
+        phrases = comparison_phrases(d, sim.comparison["common_jobs"])
+        notes.append(f"{name} against {sim.comparison['baseline']}: " + "; ".join(phrases) + ".")
+    notes += [f"{pool['instance']}: {note}" for pool in f["pools"] for note in pool["notes"]]
     unpriced = sorted({p for r in sim.runs for p in r.metrics["unpriced_pools"]})
     if unpriced:
-        out.print(f"Cost unknown: no price for {', '.join(unpriced)}; set price_usd_per_hour on the pool.")
+        notes.append(f"Cost unknown: no price for {', '.join(unpriced)}; set price_usd_per_hour on the pool.")
+    kinds: dict[Any, str] = {label: kind for _, label, kind in METRIC_ROWS}
+    columns = [Column("metric", keep=True)] + [Column(r.policy.name, right=True, keep=True) for r in sim.runs]
+    rows = [[label, *(r.metrics.get(key) for r in sim.runs)] for key, label, _ in METRIC_ROWS]
+    if not raw:  # the terminal shows each metric in its own unit; TSV/CSV keep the raw numbers
+        rows = [[label, *(cell(v, kinds[label]) for v in vals)] for label, *vals in rows]
+    return Listing("Policies on the same demand and jobs", columns, rows, notes)
 
 
-def _show_plan(plan: FleetPlan) -> None:
-    from rich.table import Table
-
-    out = console()
-    b = plan.best
-    out.print(
-        f"[bold]Cheapest mix meeting {100 * plan.target:.2f}% SLO attainment and every deadline[/] "
-        f"({plan.policy}, {plan.horizon_hours:g} h): [bold]{b.label}[/]: "
-        + ", ".join(f"{p['count']:,} x {p['instance']} ({p['purchase']})" for p in b.pools)
-        + f"; ${b.metrics['total_usd']:,.0f}, attainment {_pct(b.metrics['slo_attainment'])}, "
-        f"USD per 1M output tokens {_num(b.metrics['usd_per_1m_output_tokens'])}"
-    )
-    table = Table(title="Runners-up and why each lost")
-    for col in ("mix", "instances", "USD", "attainment", "deadlines missed", "why it lost"):
-        table.add_column(col, justify="right" if col in ("instances", "USD", "attainment") else "left")
-    for c in plan.runners_up:
+def _plan_listing(plan: FleetPlan) -> Listing:
+    """The best mix first, then every runner-up with why it lost (raw numbers for TSV/CSV)."""
+    rows = []
+    for c in (plan.best, *plan.runners_up):
         m = c.metrics
-        table.add_row(
-            c.label,
-            f"{sum(p['count'] for p in c.pools):,}" if c.pools else "-",
-            _num(m.get("total_usd")),
-            _pct(m.get("slo_attainment")),
-            str(m.get("jobs_deadline_missed", "-")),
-            c.why_lost or "",
+        rows.append(
+            [
+                c.label,
+                sum(p["count"] for p in c.pools) if c.pools else None,
+                m.get("total_usd"),
+                m.get("slo_attainment"),
+                m.get("jobs_deadline_missed"),
+                "best" if c is plan.best else c.why_lost or "",
+            ]
         )
-    out.print(table)
+    b = plan.best
+    return Listing(
+        f"Cheapest mix meeting {100 * plan.target:.2f}% SLO attainment and every deadline "
+        f"({plan.policy}, {plan.horizon_hours:g} h): "
+        + ", ".join(f"{p['count']:,} x {p['instance']} ({p['purchase']})" for p in b.pools),
+        (
+            Column("mix", keep=True),
+            Column("instances", lambda v: f"{v:,}", right=True, drop=2),
+            Column("USD", lambda v: f"${v:,.0f}", right=True, keep=True),
+            Column("attainment", _pct, right=True, drop=3),
+            Column("deadlines missed", str, right=True, drop=4),
+            Column("why it lost", drop=1),
+        ),
+        rows,
+    )
 
 
-def _show_sweep(res: SweepResult) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Sweep of {res.fleet_file} ({len(res.scenarios)} scenarios, {res.executor})")
-    for col in (
-        "scenario",
-        "chips",
-        "attainment",
-        "busy util.",
-        "lent chip-h",
-        "deadlines missed",
-        "USD",
-        "USD/1M tok",
-    ):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
-    for s in res.scenarios:
-        m = s["metrics"]
-        table.add_row(
+def _sweep_listing(res: SweepResult) -> Listing:
+    rows = [
+        [
             s["name"],
-            f"{s['chips']:,}",
-            _pct(m["slo_attainment"]),
-            _pct(m["utilisation_busy"]),
-            _num(m["lent_chip_hours"]),
-            str(m["jobs_deadline_missed"]),
-            _num(m["total_usd"]),
-            _num(m["usd_per_1m_output_tokens"]),
-        )
-    out = console()
-    out.print(table)
+            s["chips"],
+            s["metrics"]["slo_attainment"],
+            s["metrics"]["utilisation_busy"],
+            s["metrics"]["lent_chip_hours"],
+            s["metrics"]["jobs_deadline_missed"],
+            s["metrics"]["total_usd"],
+            s["metrics"]["usd_per_1m_output_tokens"],
+        ]
+        for s in res.scenarios
+    ]
+    notes = []
     warned: dict[str, list[str]] = {}
     for s in res.scenarios:
         for warning in s.get("warnings", []):
             warned.setdefault(warning, []).append(s["name"])
-    for warning, names in warned.items():
-        out.print(f"[bold yellow]warning:[/] {', '.join(names)}: {warning}", highlight=False)
+    notes += [f"warning: {', '.join(names)}: {warning}" for warning, names in warned.items()]
     if res.stored:
-        out.print(f"Recorded {len(res.stored)} results in the store (kind fleet_sweep).")
+        notes.append(f"Recorded {len(res.stored)} results in the store (kind fleet_sweep).")
+    return Listing(
+        f"Sweep of {res.fleet_file} ({len(res.scenarios)} scenarios, {res.executor})",
+        (
+            Column("scenario", keep=True),
+            Column("chips", lambda v: f"{v:,}", right=True, drop=3),
+            Column("attainment", _pct, right=True, keep=True),
+            Column("busy util.", _pct, right=True, drop=2),
+            Column("lent chip-h", _num, right=True, drop=4),
+            Column("deadlines missed", str, right=True, drop=1),
+            Column("USD", _num, right=True, keep=True),
+            Column("USD/1M tok", _num, right=True, drop=5),
+        ),
+        rows,
+        notes,
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -151,7 +157,12 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
 
-    @fleet_app.command("simulate")
+    @fleet_app.command(
+        "simulate",
+        epilog="Examples:\n\n  silica fleet simulate examples/fleet.yaml\n\n"
+        "  silica fleet simulate examples/rainier.yaml --policy static --policy day_night "
+        "--html /tmp/rainier.html\n\n  silica fleet simulate examples/fleet.yaml --json --series",
+    )
     @handle_errors
     def simulate_cmd(
         fleet_file: Path = _FILE,
@@ -159,26 +170,43 @@ def register(app: typer.Typer) -> None:
         as_json: bool = _JSON,
         html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
         series: bool = typer.Option(False, "--series", help="Include time series in the JSON."),
+        output: str | None = output_option(),
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
-        from silica.fleet import simulate_file, write_report
+        from silica.fleet import simulate_file
+        from silica.report.fleet import write_fleet_report
+        from silica.report.page import Meta
 
-        sim = simulate_file(fleet_file, policy or None)
+        with progress(f"simulating {fleet_file.name}", not as_json):
+            sim = simulate_file(fleet_file, policy or None)
         if html is not None:
-            write_report(sim, html)
-        if as_json:
+            bases = "; ".join(sorted({p["price_basis"] for p in sim.fleet["pools"]})) or "none"
+            write_fleet_report(sim, html, Meta(command_line(), bases))
+        fmt = resolve_format(output, as_json)
+        if fmt == "json":
             print_json(sim.to_dict(series=series))
             return
-        _show_simulation(sim)
+        emit(_simulation_listing(sim, _peak_note(fleet_file, sim), raw=fmt != "table"), fmt)
+        if fmt != "table":  # TSV/CSV carry no notes: warnings still reach the user, on stderr
+            for warning in sim.warnings:
+                sys.stderr.write(f"warning: {warning}\n")
         if html is not None:
-            console().print(f"Report written to {html}.")
+            sys.stderr.write(f"Report written to {html}.\n")
 
-    @fleet_app.command("plan")
+    @fleet_app.command(
+        "plan",
+        epilog="Examples:\n\n  silica fleet plan examples/rainier.yaml\n\n"
+        "  silica fleet plan examples/fleet.yaml --instance trn2.48xlarge --instance p5.48xlarge --target 0.99\n\n"
+        "  silica fleet plan examples/fleet.yaml --price trn2.48xlarge=30 --json",
+    )
     @handle_errors
     def plan_cmd(
         fleet_file: Path = _FILE,
-        instances: str | None = typer.Option(
-            None, "--instances", help="Candidate instance types, comma-separated."
+        instances: list[str] | None = typer.Option(
+            None,
+            "--instance",
+            "--instances",
+            help="Only these candidate instance types (repeatable, as in compare; commas also work).",
         ),
         target: float | None = typer.Option(None, "--target", help="SLO attainment to meet, e.g. 0.99."),
         policy: str | None = typer.Option(
@@ -193,6 +221,7 @@ def register(app: typer.Typer) -> None:
             help="Largest pool size to try (default: the file's plan.max_instances, else 1,000,000).",
         ),
         as_json: bool = _JSON,
+        output: str | None = output_option(),
     ) -> None:
         """Choose the cheapest fleet mix meeting the SLO-attainment target and every training deadline."""
         from silica.catalog import load_catalog, parse_price_overrides
@@ -207,21 +236,23 @@ def register(app: typer.Typer) -> None:
             )
         overrides = parse_price_overrides(price) if price else None
         catalog = load_catalog(overrides=overrides)
-        names = [n.strip() for n in instances.split(",") if n.strip()] if instances else None
-        plan = plan_fleet(
-            load_fleet_file(fleet_file),
-            instances=names,
-            target=target,
-            policy=policy,
-            catalog=catalog,
-            max_instances=max_instances,
-        )
-        if as_json:
-            print_json(plan)
-            return
-        _show_plan(plan)
+        names = [n.strip() for v in instances or [] for n in v.split(",") if n.strip()] or None
+        with progress(f"planning {fleet_file.name}", not as_json):
+            plan = plan_fleet(
+                load_fleet_file(fleet_file),
+                instances=names,
+                target=target,
+                policy=policy,
+                catalog=catalog,
+                max_instances=max_instances,
+            )
+        emit(_plan_listing(plan), resolve_format(output, as_json), plan)
 
-    @fleet_app.command("sweep")
+    @fleet_app.command(
+        "sweep",
+        epilog="Examples:\n\n  silica fleet sweep examples/fleet.yaml\n\n"
+        "  silica fleet sweep examples/fleet.yaml --executor ray --workers 8 --no-store",
+    )
     @handle_errors
     def sweep_cmd(
         fleet_file: Path = _FILE,
@@ -232,6 +263,7 @@ def register(app: typer.Typer) -> None:
         workers: int | None = typer.Option(None, "--workers", help="Parallel workers (default: CPU count)."),
         no_store: bool = typer.Option(False, "--no-store", help="Do not record results in Silica's store."),
         as_json: bool = _JSON,
+        output: str | None = output_option(),
     ) -> None:
         """Run mixes x policies x demand scenarios from the file's sweep: section in parallel."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -261,9 +293,6 @@ def register(app: typer.Typer) -> None:
                 on_start=lambda n: progress.update(task_id, total=n),
                 on_done=lambda r: progress.update(task_id, advance=1, description=r["name"]),
             )
-        if as_json:
-            print_json(result)
-            return
-        _show_sweep(result)
+        emit(_sweep_listing(result), resolve_format(output, as_json), result)
 
     app.add_typer(fleet_app, name="fleet")

@@ -48,9 +48,13 @@ def register(app: typer.Typer) -> None:
             None, "--from-pilot", help="A `silica pilot run` result: update your calibration overlay instead."
         ),
         from_monitor: Path | None = typer.Option(
-            None, "--from-monitor", help="A `silica monitor report --json`: steady windows update the overlay."
+            None,
+            "--from-monitor",
+            help="A `silica monitor report --json`: steady windows update the overlay.",
         ),
-        lengths: str = typer.Option("1024:256", "--lengths", help="With --from-monitor: prompt:output tokens."),
+        lengths: str = typer.Option(
+            "1024:256", "--lengths", help="With --from-monitor: prompt:output tokens."
+        ),
     ) -> None:
         """Fit each chip family's few efficiency parameters to measurements (robust, on log error)."""
         if from_pilot is not None:  # the user's overlay, not the shipped fit (silica.pilot.calibrate)
@@ -64,7 +68,10 @@ def register(app: typer.Typer) -> None:
         if not files or out is None:
             from silica.errors import InputError
 
-            raise InputError("calibrate needs measurement CSVs and --out.", "pass FILES --out PATH, or --from-pilot RESULT.")
+            raise InputError(
+                "calibrate needs measurement CSVs and --out.",
+                "pass FILES --out PATH, or --from-pilot RESULT.",
+            )
         import json
         import sys
 

@@ -1,17 +1,21 @@
-"""Number and text formatting shared by the HTML and Markdown reports (formatting only, no arithmetic
-beyond presentation)."""
+"""Number and text formatting shared by the HTML and Markdown reports (presentation only, no arithmetic
+beyond it): money with the sign before the dollar ("-$226"), paybacks that never read "0.0 months",
+efforts in engineer-weeks with the right plural."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["money", "months", "offline", "pct", "price", "weeks"]
+__all__ = ["money", "months", "offline", "pct", "plain_reason", "price", "weeks"]
 
 _SCHEME = re.compile(r"\bhttps?://", re.IGNORECASE)
+_RULE = re.compile(r"\s*\[([a-z0-9_-]+)\]\s*$")
 
 
 def money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.0f}"
+    if value is None:
+        return "-"
+    return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
 
 
 def price(value: float | None) -> str:
@@ -23,13 +27,27 @@ def pct(value: float | None) -> str:
 
 
 def months(value: float | None) -> str:
-    return "never" if value is None else f"{value:.1f} months"
+    if value is None:
+        return "never"
+    if value < 0.1:
+        return "< 0.1 months"
+    return f"{value:.1f} months"
 
 
 def weeks(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:g} week" if value == 1 else f"{value:g} weeks"
+    if value == 0:
+        return "none"
+    return f"{value:g} engineer-week" if value == 1 else f"{value:g} engineer-weeks"
+
+
+def plain_reason(reason: str) -> tuple[str, str | None]:
+    """A reason without its trailing rule id ("... [small-spend]"), and the id for a tooltip/link."""
+    found = _RULE.search(reason)
+    if found is None:
+        return reason, None
+    return reason[: found.start()].rstrip(), found.group(1)
 
 
 def offline(text: str) -> str:

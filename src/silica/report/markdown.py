@@ -6,7 +6,10 @@ from collections.abc import Iterable, Sequence
 
 from silica.advise.claims import ClaimsReport
 from silica.advise.results import Advice, WorkloadAdvice
-from silica.report._format import money, months, pct, price, weeks
+from silica.report._format import money, months, pct, plain_reason, price
+from silica.report.advice import steps_text
+from silica.report.claims import source_line
+from silica.report.page import Meta
 
 __all__ = ["advice_markdown", "claims_markdown"]
 
@@ -21,17 +24,17 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     return [*out, ""]
 
 
-def advice_markdown(advice: Advice) -> str:
+def advice_markdown(advice: Advice, meta: Meta) -> str:
     """The `silica advise --md` report."""
-    lines = ["# Silica advice", "", f"Inventory: `{advice.inventory}`", "", "## Summary", ""]
+    lines = ["# Silica advice", "", meta.line(), "", f"Inventory: `{advice.inventory}`", "", "## Summary", ""]
     lines += _table(
         [
             "workload",
             "verdict",
             "today / month",
+            "right-size on today's vendor",
+            "change chip",
             "proposed / month",
-            "saving / month",
-            "migration",
             "payback",
         ],
         (
@@ -39,9 +42,8 @@ def advice_markdown(advice: Advice) -> str:
                 a.name,
                 f"**{a.verdict}**",
                 money(a.current.monthly_usd),
+                *steps_text(a),
                 money(a.proposed_monthly_usd),
-                money(a.monthly_savings_usd),
-                weeks(a.migration_weeks),
                 months(a.payback_months) if a.proposed else "-",
             ]
             for a in advice.workloads
@@ -67,12 +69,12 @@ def advice_markdown(advice: Advice) -> str:
 
 def _workload(a: WorkloadAdvice) -> list[str]:
     lines = [f"## {a.name}: {a.verdict}", "", f"{a.model}, {a.task}. Today: {a.current.basis}.", ""]
-    lines += [f"- {r}" for r in a.reasons] + [""]
+    lines += [f"- {_reason(r)}" for r in a.reasons] + [""]
     rows = []
     for group, best in a.best.items():
         o = best.option
         if o is None:
-            rows.append([group, "-", "-", "-", "-", "; ".join(best.reasons)])
+            rows.append([group, "-", "-", "-", "-", "; ".join(map(_reason, best.reasons))])
             continue
         status = o.status + (
             f", break-even {price(o.breakeven_usd_per_hour)}" if o.status == "unpriced" else ""
@@ -84,7 +86,7 @@ def _workload(a: WorkloadAdvice) -> list[str]:
                 money(o.monthly_usd),
                 pct(o.savings_fraction),
                 months(o.payback_months) if o.monthly_usd is not None else "-",
-                "; ".join([status, *best.reasons, *o.reasons]),
+                "; ".join([status, *map(_reason, (*best.reasons, *o.reasons))]),
             ]
         )
     lines += _table(["family", "best deployment", "per month", "saving", "payback", "status and notes"], rows)
@@ -97,10 +99,17 @@ def _workload(a: WorkloadAdvice) -> list[str]:
     return lines
 
 
-def claims_markdown(report: ClaimsReport) -> str:
+def _reason(reason: str) -> str:
+    words, rule = plain_reason(reason)
+    return words + (f" (rule `{rule}`)" if rule else "")
+
+
+def claims_markdown(report: ClaimsReport, meta: Meta) -> str:
     """The `silica claims --md` report."""
     lines = [
         "# Vendor claims, re-derived by Silica",
+        "",
+        meta.line(),
         "",
         f"Prices: {report.prices} (catalog); tolerance {report.tolerance:.0%}.",
         "",
@@ -119,5 +128,5 @@ def claims_markdown(report: ClaimsReport) -> str:
         ),
     )
     lines += ["## Sources", ""]
-    lines += [f"- **{c.id}** ({c.made_by}): {c.where}" for c in report.claims] + [""]
+    lines += [f"- **{c.id}**: {source_line(c.made_by, c.where)}" for c in report.claims] + [""]
     return "\n".join(lines)

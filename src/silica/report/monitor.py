@@ -8,20 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from html import escape
 
 from silica import __version__
 from silica.monitor.report import DeploymentReport, Latency, MonitorReport, Span
-from silica.report.html import CSS, _t, _table
 from silica.report.markdown import _table as _md_table
-from silica.report.svg import Line, line_chart
+from silica.report.page import Meta, figure, page
+from silica.report.page import table as _table
+from silica.report.page import text as _t
+from silica.report.svg import Line, line_charts
 
 __all__ = ["monitor_html", "monitor_markdown"]
 
 EXTRA_CSS = """
 .wide{overflow-x:auto;max-width:100%} .flag{color:#b00020;font-weight:600} .ok{color:#006b3c;font-weight:600}
-@media (max-width:600px){body{margin:.5rem auto;padding:0 .5rem}table{font-size:.78rem}h1{font-size:1.3rem}}
 """
+CAPTIONS = (
+    "Output tokens per second delivered (solid) against the plan's capacity (dashed), from zero.",
+    "Mean time to first token and per output token in each step (solid) against the plan (dashed), in ms.",
+    "Share of the time the chips were busy in each step, 0-100%.",
+)
 
 
 def _iso(t: float) -> str:
@@ -108,40 +113,44 @@ def _charts(d: DeploymentReport) -> list[str]:
     ticks = _ticks(d.steps)
     p = d.plan
     charts = [
-        line_chart(
+        line_charts(
             x,
             [
                 Line("delivered", [s.output_tokens_per_s for s in d.steps], "proposed"),
                 Line("planned capacity", list(d.capacity_tokens_per_s), "trainium", dashed=True),
             ],
             title=f"{d.name}: output tokens/s, planned vs actual",
+            unit="tok/s",
             x_labels=ticks,
         ),
-        line_chart(
+        line_charts(
             x,
             [
                 Line("TTFT mean", [s.ttft.mean_ms if s.ttft else None for s in d.steps], "nvidia"),
                 Line("TPOT mean", [s.tpot.mean_ms if s.tpot else None for s in d.steps], "proposed"),
-                Line("TTFT plan", [p.ttft_ms] * len(x), "nvidia", dashed=True),
-                Line("TPOT plan", [p.tpot_ms] * len(x), "proposed", dashed=True),
+                # Darker shades: a plan line that equals the measured one stays visible on top of it.
+                Line("TTFT plan", [p.ttft_ms] * len(x), "#004d33", dashed=True),
+                Line("TPOT plan", [p.tpot_ms] * len(x), "#00335c", dashed=True),
             ],
-            title=f"{d.name}: latency vs time (ms)",
+            title=f"{d.name}: latency vs time",
+            unit="ms",
             x_labels=ticks,
         ),
-        line_chart(
+        line_charts(
             x,
             [
                 Line(
                     "chip utilisation",
-                    [None if s.utilisation is None else s.utilisation * 100 for s in d.steps],
+                    [s.utilisation for s in d.steps],
                     "trainium",
                 )
             ],
-            title=f"{d.name}: utilisation vs time (%)",
+            title=f"{d.name}: utilisation vs time",
             x_labels=ticks,
+            percent=True,
         ),
     ]
-    return [f'<figure class="wide">{c}</figure>' for c in charts]
+    return [figure(c, caption) for c, caption in zip(charts, CAPTIONS, strict=True)]
 
 
 def _window_rows(d: DeploymentReport) -> Iterable[list[str]]:
@@ -197,13 +206,13 @@ def _section(d: DeploymentReport) -> str:
     return "".join(parts)
 
 
-def monitor_html(report: MonitorReport) -> str:
+def monitor_html(report: MonitorReport, meta: Meta | None = None) -> str:
     """The `silica monitor report --html` page: self-contained, charts inline, readable at 400 px."""
     title = "Silica monitor: production against plan"
+    meta = meta or Meta(command="silica monitor report", prices="as in the plan file")
     body = [
-        f"<h1>{escape(title)}</h1>",
         f"<p>{_t(_iso(report.since))} to {_t(_iso(report.until))}; windows of {report.window_s / 3600:g} h; "
-        f"Silica {escape(__version__)}; sources: {_t(', '.join(report.sources))}.</p>",
+        f"sources: {_t(', '.join(report.sources))}.</p>",
         '<h2>Summary</h2><div class="wide">',
         _table(SUMMARY_HEAD, _summary_rows(report), numeric=(3, 4, 5, 6, 11, 12, 13)),
         "</div>",
@@ -226,13 +235,7 @@ def monitor_html(report: MonitorReport) -> str:
         body.append(
             "<h2>Notes on the data</h2><ul>" + "".join(f"<li>{_t(n)}</li>" for n in report.notes) + "</ul>"
         )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}{EXTRA_CSS}</style></head><body>\n"
-        + "".join(body)
-        + "\n</body></html>\n"
-    )
+    return page(title, body, meta, extra_css=EXTRA_CSS)
 
 
 def monitor_markdown(report: MonitorReport) -> str:

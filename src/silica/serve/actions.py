@@ -125,7 +125,7 @@ def advise(state: Any, upload: InventoryUpload, settings: list[str], keep: bool)
     """Advise the uploaded inventory; render both reports; then store every record in one transaction."""
     from silica.advise import load_inventory
     from silica.cli.advise_cmd import _advice_records
-    from silica.report import advice_html, advice_markdown
+    from silica.report import Meta, advice_html, advice_markdown, price_facts
 
     with upload_dir() as folder, _scrubbed(folder):
         path = folder / upload.name
@@ -137,7 +137,9 @@ def advise(state: Any, upload: InventoryUpload, settings: list[str], keep: bool)
             (folder / "scans" / name).write_bytes(data)
         inv = load_inventory(path)
         result = api.advise(inv, settings=settings).data
-        html, markdown = _scrub(advice_html(result), folder), _scrub(advice_markdown(result), folder)
+        meta = Meta(f"POST /api/v1/advise ({upload.name})", price_facts(inv.catalog, inv.option))
+        html = _scrub(advice_html(result, meta), folder)
+        markdown = _scrub(advice_markdown(result, meta), folder)
         records = [
             (k, _scrub(n, folder), _scrub(plain(p), folder)) for k, n, p in _advice_records(inv, result)
         ]

@@ -229,12 +229,14 @@ async def claims(
     ids = tuple(id or ())
     if format == "json":
         return await _cache.get(f"claims:{ids}", lambda: api.claims(ids))
-    from silica.report import claims_html, claims_markdown
+    from silica.catalog import load_catalog
+    from silica.report import Meta, claims_html, claims_markdown, price_facts
 
     result = (await run_in_threadpool(api.claims, ids)).data
+    meta = Meta(f"GET /api/v1/claims?format={format}", price_facts(load_catalog()))
     if format == "html":
-        return HTMLResponse(claims_html(result))
-    return PlainTextResponse(claims_markdown(result), media_type="text/markdown; charset=utf-8")
+        return HTMLResponse(claims_html(result, meta))
+    return PlainTextResponse(claims_markdown(result, meta), media_type="text/markdown; charset=utf-8")
 
 
 @router.post("/fleet/simulate", tags=["fleet"])
