@@ -51,3 +51,10 @@ def test_inventory_errors_name_the_yaml_field_not_a_flag(
         advise(load_inventory(_inventory(tmp_path, model, output_len)))
     text = str(err.value)
     assert needle in text and "--" not in text
+
+
+def test_encoder_options_are_priced_per_prompt_token_not_per_output_token(tmp_path: Path) -> None:
+    [w] = advise(load_inventory(_inventory(tmp_path, "bert-base-uncased", ""))).workloads
+    priced = [o for o in w.options if o.unit_cost is not None]
+    assert priced
+    assert {o.unit for o in priced} == {"USD per 1M prompt tokens"}

@@ -71,6 +71,12 @@ class Candidate:
         e = self.estimate
         if isinstance(e, TrainingEstimate):
             return e.usd_per_run, "USD per run"
+        if (
+            isinstance(e, InferenceEstimate)
+            and e.usd_per_1m_output_tokens is None
+            and e.usd_per_1m_input_tokens
+        ):
+            return e.usd_per_1m_input_tokens, "USD per 1M prompt tokens"  # an encoder: it emits no tokens
         return e.usd_per_1m_output_tokens, "USD per 1M output tokens"
 
     @property

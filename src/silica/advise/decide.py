@@ -16,6 +16,7 @@ from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option
 from silica.advise.rules import Rules
 from silica.advise.scanfile import ScanSummary
 from silica.results import InferenceEstimate
+from silica.text import months, weeks
 
 __all__ = ["IMPLEMENTED_RULES", "Decision", "decide", "migration_weeks"]
 
@@ -204,7 +205,7 @@ def _option(
         notes.append(_tag(rules, "savings-too-small", text))
     elif status == "eligible" and payback is not None and payback > rules["max_payback_months"]:
         status = "excluded"
-        text = f"pays back in {payback:.1f} months, over max_payback_months {rules['max_payback_months']:g}"
+        text = f"pays back in {months(payback)}, over max_payback_months {rules['max_payback_months']:g}"
         notes.append(_tag(rules, "payback-too-long", text))
     return make(status, (*disq, *notes), (monthly, savings, fraction, payback), prices)
 
@@ -260,8 +261,7 @@ def decide(
     reasons = [
         f"{_today(current)} -> {chosen.instances} x {chosen.instance} saves "
         f"${chosen.monthly_savings_usd:,.0f}/month ({chosen.savings_fraction:.0%}), "
-        f"pays back {chosen.migration_weeks:g} engineer-week{'' if chosen.migration_weeks == 1 else 's'} "
-        f"in {chosen.payback_months:.1f} months"
+        f"pays back {weeks(chosen.migration_weeks)} in {months(chosen.payback_months)}"
     ]
     reasons.extend(warning)
     reasons.extend(_notes(spec, chosen, current, rules))
@@ -328,7 +328,7 @@ def _why_not(alternative: Option | None) -> tuple[str, ...]:
         f"${alternative.monthly_savings_usd:,.0f}/month ({alternative.savings_fraction:.0%})"
     )
     if alternative.payback_months is not None:
-        head += f", paying back in {alternative.payback_months:.1f} months"
+        head += f", paying back in {months(alternative.payback_months)}"
     return (head, *alternative.reasons)
 
 

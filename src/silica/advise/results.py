@@ -52,7 +52,7 @@ class Option:
     payback_months: float | None  # None: never (no saving) or unknown (no price)
     breakeven_usd_per_hour: float | None
     payback_price_usd_per_hour: float | None
-    unit_cost: float | None  # USD per 1M output tokens (inference) or USD per run (training)
+    unit_cost: float | None  # USD per 1M output (decoders) or prompt (encoders) tokens, or USD per run
     unit: str
     estimate: Estimate | None = None  # kept for the best option of each family
 

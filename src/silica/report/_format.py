@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import re
 
+from silica.text import money, months, weeks
+
 __all__ = ["money", "months", "offline", "pct", "plain_reason", "price", "weeks"]
 
 _SCHEME = re.compile(r"\bhttps?://", re.IGNORECASE)
 _RULE = re.compile(r"\s*\[([a-z0-9_-]+)\]\s*$")
-
-
-def money(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
 
 
 def price(value: float | None) -> str:
@@ -24,22 +20,6 @@ def price(value: float | None) -> str:
 
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
-
-
-def months(value: float | None) -> str:
-    if value is None:
-        return "never"
-    if value < 0.1:
-        return "< 0.1 months"
-    return f"{value:.1f} months"
-
-
-def weeks(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "none"
-    return f"{value:g} engineer-week" if value == 1 else f"{value:g} engineer-weeks"
 
 
 def plain_reason(reason: str) -> tuple[str, str | None]:

@@ -1,0 +1,31 @@
+"""How figures read in sentences, for every layer that writes them (advise reasons, reports, the CLI).
+
+Money with the sign before the dollar ("-$226"), paybacks that never read "0.0 months", efforts in
+engineer-weeks with the right plural. Presentation only: no arithmetic beyond rounding.
+"""
+
+from __future__ import annotations
+
+__all__ = ["money", "months", "weeks"]
+
+
+def money(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
+
+
+def months(value: float | None) -> str:
+    if value is None:
+        return "never"
+    if value < 0.1:
+        return "< 0.1 months"
+    return f"{value:.1f} months"
+
+
+def weeks(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "none"
+    return f"{value:g} engineer-week" if value == 1 else f"{value:g} engineer-weeks"
