@@ -57,8 +57,18 @@ def test_flash_attn_and_cuda_kernel_repo_needs_work_with_file_lines(tmp_path: Pa
     assert "NKI" in flash.alternative
     cu = next(f for f in report.findings if f.rule == "cuda-source")
     assert "NKI" in cu.alternative
-    # two flash-attn findings at 0.5 (cap 1.0) + two kernel files at 2.0 + control flow 0.25 + torch.cuda 0.1
-    assert report.effort_weeks == 5.5
+    # work items (effort.yaml): remove CUDA-only kernels = two flash-attn findings at 0.5 (cap 1.0);
+    # port custom ops = base 0.5 + two kernel files at 2.0; make shapes static = control flow 0.25;
+    # port device code = base 0.25 + two torch.cuda uses at 0.05; float64 is informational.
+    # 1.0 + 4.5 + 0.25 + 0.35 = 6.1, rounded up to the half week: 6.5
+    items = {w.item: w.weeks for w in report.target_verdicts["trainium2"].work_items}
+    assert items == {
+        "remove-cuda-only-kernels": 1.0,
+        "port-custom-ops": 4.5,
+        "make-shapes-static": 0.25,
+        "port-device-code": 0.35,
+    }
+    assert report.effort_weeks == 6.5
 
 
 def test_clean_repository_is_ready(tmp_path: Path) -> None:
@@ -153,12 +163,17 @@ def test_bad_files_are_findings_not_crashes(tmp_path: Path) -> None:
             },
         )
     )
-    rules = {f.location: f.rule for f in report.findings}
-    assert rules["broken.py:2"] == "unparsable-python"
-    assert rules["blob.py"] == "binary-file"
-    assert rules["latin.py"] == "unreadable-file"
-    assert rules["requirements.txt"] == "binary-file"
-    assert {v.verdict for v in report.target_verdicts.values()} == {"ready"}  # bad files are informational
+    rules: dict[str, set[str]] = {}
+    for f in report.findings:
+        rules.setdefault(f.location, set()).add(f.rule)
+    assert rules["broken.py:2"] == {"unparsable-python", "unscanned-source"}
+    assert rules["blob.py"] == {"binary-file", "unscanned-source"}
+    assert rules["latin.py"] == {"unreadable-file", "unscanned-source"}
+    assert rules["requirements.txt"] == {"binary-file"}
+    # issue 15: a Python source the scan could not look at is never "ready"; the verdict names the files
+    for v in report.target_verdicts.values():
+        assert v.verdict == "needs-work"
+        assert any("broken.py:2" in w and "blob.py" in w and "latin.py" in w for w in v.work)
 
 
 def test_scan_never_imports_or_runs_the_repository(tmp_path: Path) -> None:
@@ -175,10 +190,18 @@ def test_scan_never_imports_or_runs_the_repository(tmp_path: Path) -> None:
 
 
 def test_skipped_folders(tmp_path: Path) -> None:
-    report = scan_code(
-        _write(tmp_path, {".venv/lib/flash_attn/x.py": "import flash_attn\n", "node_modules/k.cu": "x"})
-    )
-    assert report.findings == ()
+    _write(tmp_path, {".venv/lib/flash_attn/x.py": "import flash_attn\n", "node_modules/k.cu": "x"})
+    report = scan_code(_write(tmp_path, {"app.py": "x = 1\n"}))
+    assert report.findings == () and report.files_scanned == 1
+
+
+def test_empty_directory_is_an_error(tmp_path: Path) -> None:
+    """Issue 15: an empty directory (or one whose files are all in skipped folders) is not "ready"."""
+    with pytest.raises(InputError, match="holds no files to scan"):
+        scan_code(tmp_path)
+    _write(tmp_path, {".venv/lib/x.py": "import flash_attn\n"})
+    with pytest.raises(InputError, match="holds no files to scan"):
+        scan_code(tmp_path)
 
 
 def test_not_a_directory(tmp_path: Path) -> None:

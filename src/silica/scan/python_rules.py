@@ -7,6 +7,8 @@ in the data file's order, which lists specific rules (CUDA streams) before gener
 Speed matters (issue 4: 10,000 files in 10 s on 2 cores), so the rules are compiled once into lookup tables
 (an exact-name table matched against every dotted suffix of a name, a prefix table for `a.b.*` patterns,
 and tables for methods, keyword values, string arguments and decorators), each file's tree is walked once,
+a string assigned to a plain name is remembered so its later use as an argument is matched (light data
+flow, no imports or execution),
 and `needs_ast` tells from the text alone whether a file can match at all. It never skips a file a rule
 matches, with one exception: a string value spelled with escapes ("\\x63uda") or split into adjacent
 literals ("cu" "da") is not seen.
@@ -62,20 +64,20 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _cover(names: set[str]) -> set[str]:
-    """Few words such that every dotted name has one of its parts among them (any part will do, since
-    every part of a name a file uses is written in the file): greedy, the part shared most first."""
-    todo = [[p for p in n.split(".") if p != "torch"] or ["torch"] for n in names]
-    words: set[str] = set()
-    while todo:
-        counts: dict[str, int] = {}
-        for parts in todo:
-            for p in set(parts):
-                counts[p] = counts.get(p, 0) + 1
-        best = max(sorted(counts), key=lambda p: (counts[p], len(p)))
-        words.add(best)
-        todo = [parts for parts in todo if best not in parts]
-    return words
+def _name_words(names: set[str]) -> dict[bytes, list[frozenset[bytes]]] | None:
+    """For each dotted name, the words a file that uses it must contain: all of its parts (every part of a
+    name a file uses is written in the file, in the import or in the attribute chain), keyed by the longest
+    part so a file is checked only against the names whose key word it holds. None when a part cannot be
+    looked for."""
+    out: dict[bytes, list[frozenset[bytes]]] = {}
+    for name in names:
+        parts = [p for p in name.split(".") if p != "torch"] or ["torch"]
+        tokens = _tokens(set(parts))
+        if tokens is None:
+            return None
+        key = max(tokens, key=len)
+        out.setdefault(key, []).append(tokens)
+    return out
 
 
 def _tokens(words: set[str]) -> frozenset[bytes] | None:
@@ -135,6 +137,7 @@ class PythonMatcher:
         self._prefix: dict[str, int] = {}  # "torch.cuda" for "torch.cuda.*" -> first rule
         self._methods: dict[str, int] = {}
         self._keywords: dict[tuple[str, str], int] = {}
+        self._any_keywords: dict[str, int] = {}  # "deepspeed=*": the keyword with any value
         self._string_args: dict[str, int] = {}
         self._decorators: dict[str, int] = {}
         names: set[str] = set()  # dotted names (imports, calls, decorators) whose use a file must spell
@@ -154,8 +157,12 @@ class PythonMatcher:
                 methods.add(m)
             for spec in r.keywords:
                 key, value = spec.split("=", 1)
-                self._keywords.setdefault((key, value), i)
-                words.add(value)
+                if value == "*":
+                    self._any_keywords.setdefault(key, i)
+                else:
+                    self._keywords.setdefault((key, value), i)
+                # `fp16=True`: the key is the rarer word; a string value is rarer than its key ("device")
+                words.add(key if value in ("*", "True", "False") or not value[:1].isalpha() else value)
             for s in r.string_args:
                 self._string_args.setdefault(s, i)
                 torch_words.add(s)
@@ -167,12 +174,15 @@ class PythonMatcher:
         )
         if self._data_dependent is None:
             methods -= _DATA_DEPENDENT_METHODS
-        words |= _cover(names)
+        by_name = _name_words(names)
         self._calls: dict[str, int | None] = {}  # resolved name -> call rule, cached across files
         plain_methods = sorted(methods - _DATA_DEPENDENT_METHODS)
         dd_names = sorted(_DATA_DEPENDENT_METHODS | {c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS})
         tokens = [_tokens(words), _tokens(torch_words), _tokens(set(plain_methods)), _tokens(set(dd_names))]
-        self._always = any(t is None for t in tokens)  # a rule the text prefilter cannot express
+        self._always = by_name is None or any(
+            t is None for t in tokens
+        )  # the prefilter cannot express a rule
+        self._names = by_name or {}
         self._words, self._torch_words, self._method_words, self._dd_words = (
             t or frozenset() for t in tokens
         )
@@ -252,7 +262,8 @@ class PythonMatcher:
         """False only when no rule can match `text`, so the file need not be parsed.
 
         Every part of a resolved name is written in the file (in the import or in the attribute chain), so a
-        rule can only match a file that contains one of its words. Methods are written after a `.`, and a
+        name rule can only match a file that contains all of the name's parts, and a keyword rule one that
+        contains its key or value. Methods are written after a `.`, and a
         tensor value can only drive an `if` or `while` whose test holds one of the data-dependent calls.
         Identifiers are NFKC-normalised by Python, so the check runs on the normalised text.
         """
@@ -263,6 +274,9 @@ class PythonMatcher:
         words = set(text.encode().translate(_TO_SPACE).split())
         if not words.isdisjoint(self._words):
             return True
+        for key in words.intersection(self._names):
+            if any(need <= words for need in self._names[key]):
+                return True
         if not uses_torch:
             return False
         if not words.isdisjoint(self._torch_words):
@@ -352,6 +366,25 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def _string_values(node: ast.expr) -> list[str]:
+    """String constants an expression can evaluate to: a literal, either arm of `a if c else b`, the
+    operands of `a or b`, the default of `os.environ.get(NAME, "x")` / `os.getenv(NAME, "x")`."""
+    if type(node) is ast.Constant:
+        return [node.value] if isinstance(node.value, str) else []
+    if type(node) is ast.IfExp:
+        return _string_values(node.body) + _string_values(node.orelse)
+    if type(node) is ast.BoolOp:
+        return [v for item in node.values for v in _string_values(item)]
+    if (
+        type(node) is ast.Call
+        and type(node.func) is ast.Attribute
+        and node.func.attr in ("get", "getenv")
+        and len(node.args) == 2
+    ):
+        return _string_values(node.args[1])
+    return []
+
+
 class _FileScan(ast.NodeVisitor):
     """One pass over a file's tree that collects what the rules look at, then matches it.
 
@@ -375,7 +408,10 @@ class _FileScan(ast.NodeVisitor):
             ast.Call: self.visit_Call,
             ast.FunctionDef: self.visit_FunctionDef,
             ast.AsyncFunctionDef: self.visit_FunctionDef,
+            ast.Assign: self.visit_Assign,
+            ast.AnnAssign: self.visit_Assign,
         }
+        self.bound: dict[str, list[tuple[str, int]]] = {}  # name -> string values assigned to it, with lines
         if uses_torch and matcher._data_dependent is not None:
             self._handlers[ast.If] = self.visit_If
             self._handlers[ast.While] = self.visit_If
@@ -460,6 +496,19 @@ class _FileScan(ast.NodeVisitor):
             self.functions.append(node)
         return False
 
+    def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> bool:
+        """Light data flow: `device = 'cuda'` (or `'cuda' if ... else 'cpu'`) is remembered, so a later
+        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used."""
+        if node.value is None:
+            return False
+        values = _string_values(node.value)
+        if values:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if type(t) is ast.Name:
+                    self.bound.setdefault(t.id, []).extend((v, node.lineno) for v in values)
+        return False
+
     def visit_If(self, node: ast.If | ast.While) -> bool:
         for stmt in reversed(node.orelse):
             self._stack.append(stmt)
@@ -518,22 +567,36 @@ class _FileScan(ast.NodeVisitor):
                 self._add(rule, f"calls .{func.attr}()", node.lineno)
                 return
         for kw in node.keywords:
-            value = kw.value.value if type(kw.value) is ast.Constant else None
-            if kw.arg is None or not isinstance(value, str):
+            if kw.arg is None:
                 continue
-            rule = m._keyword_rule(kw.arg, value)
+            rule = m._any_keywords.get(kw.arg)
             if rule is not None:
-                self._add(rule, f"passes {kw.arg}={value!r}", node.lineno)
+                self._add(rule, f"passes {kw.arg}=...", node.lineno)
                 return
+            for value, origin in self._values(kw.value):
+                rule = m._keyword_rule(kw.arg, value)
+                if rule is not None:
+                    self._add(rule, f"passes {kw.arg}={value!r}{origin}", node.lineno)
+                    return
         if self.torch:
             for arg in node.args:
-                value = arg.value if type(arg) is ast.Constant else None
-                if not isinstance(value, str):
-                    continue
-                rule = m._value_rule(m._string_args, value)
-                if rule is not None:
-                    self._add(rule, f"passes {value!r}", node.lineno)
-                    return
+                for value, origin in self._values(arg):
+                    rule = m._value_rule(m._string_args, value)
+                    if rule is not None:
+                        self._add(rule, f"passes {value!r}{origin}", node.lineno)
+                        return
+
+    def _values(self, node: ast.expr) -> list[tuple[str, str]]:
+        """The values an argument can hold: a constant (True becomes "True"), or the strings assigned to a
+        name in this file, each with where it came from."""
+        if type(node) is ast.Constant:
+            v = node.value
+            if isinstance(v, str):
+                return [(v, "")]
+            return [(str(v), "")] if isinstance(v, bool | int) else []
+        if type(node) is ast.Name:
+            return [(v, f" (held in `{node.id}`, line {line})") for v, line in self.bound.get(node.id, ())]
+        return []
 
     def _control_flow(self, node: ast.If | ast.While, calls: list[ast.Call]) -> None:
         rule = self.m._data_dependent
