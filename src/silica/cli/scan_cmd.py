@@ -14,7 +14,7 @@ import typer
 from silica.cli._common import console, handle_errors, print_json
 
 if TYPE_CHECKING:
-    from silica.scan import ScanReport, TargetVerdict
+    from silica.scan import ScanReport, TargetVerdict, Task
 
 __all__ = ["register"]
 
@@ -177,7 +177,9 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(
             "inference", "--task", metavar="inference|training", help="Judge the subject for this task."
         ),
-        all_ops: bool = typer.Option(False, "--ops", help="List every operator (model scans), not a summary."),
+        all_ops: bool = typer.Option(
+            False, "--ops", help="List every operator (model scans), not a summary."
+        ),
         layers: int = typer.Option(2, "--layers", min=1, help="Layers per stack to build (model scans)."),
         all_findings: bool = typer.Option(False, "--all", help="Also show informational findings."),
     ) -> None:
@@ -188,14 +190,15 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"Unknown --output {output!r}.", "pass --output table, json or sarif.")
         if task not in ("inference", "training"):
             raise InputError(f"Unknown --task {task!r}.", "pass --task inference or --task training.")
+        chosen: Task = "training" if task == "training" else "inference"
         fmt = "json" if json_out else output
         if fmt == "table" and sys.stderr.isatty():
             from rich.console import Console
 
             with Console(stderr=True).status(f"Scanning {subject} ...", spinner="dots"):
-                report: Any = run_scan(subject, layers=layers, task=task)
+                report: Any = run_scan(subject, layers=layers, task=chosen)
         else:
-            report = run_scan(subject, layers=layers, task=task)
+            report = run_scan(subject, layers=layers, task=chosen)
         if fmt == "json":
             print_json(report)
         elif fmt == "sarif":

@@ -135,7 +135,7 @@ class _Scanner:
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
         self.text_rules: list[tuple[CodeRule, re.Pattern[str], re.Pattern[str]]] = [
             (
-                r,  # r.text_literal: a cheap `in` test before the pattern runs
+                r,  # r.text_literals: a cheap `in` test before the pattern runs
                 re.compile("|".join(fnmatch.translate(g) for g in r.files)),
                 re.compile("|".join(f"(?:{t})" for t in r.text), re.MULTILINE),
             )
@@ -166,7 +166,9 @@ class _Scanner:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
         rule and line."""
         for rule, names, pattern in self.text_rules:
-            if (rule.text_literal and rule.text_literal not in text) or not names.match(name):
+            if rule.text_literals and not any(lit in text for lit in rule.text_literals):
+                continue
+            if not names.match(name):
                 continue
             seen: set[int] = set()
             for m in pattern.finditer(text):

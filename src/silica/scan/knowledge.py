@@ -153,7 +153,8 @@ class CodeRule(_Row):
     extensions: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
-    text_literal: str = ""  # a substring every `text` match contains: files without it are not searched
+    # substrings one of which every `text` match contains: a file with none of them is not searched
+    text_literals: tuple[str, ...] = ()
 
 
 class _CodeRules(_Row):
