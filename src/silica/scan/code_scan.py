@@ -143,6 +143,7 @@ class _Scanner:
             if r.text
         ]
         globs = sorted({g for r in kb.code_rules for g in r.files})
+        self._py_text_rules: list[tuple[CodeRule, re.Pattern[str]]] | None = None
         self.text_names = re.compile("|".join(fnmatch.translate(g) for g in globs)) if globs else None
 
     def run(self) -> None:
@@ -162,13 +163,21 @@ class _Scanner:
         for err in errors:
             self.findings.append(self._unlistable(err))
 
+    def _text_rules_for(self, name: str) -> list[tuple[CodeRule, re.Pattern[str]]]:
+        """The text rules whose file patterns match `name` (cached for Python files, the common case)."""
+        plain_py = name.endswith(".py") and not name.startswith("Dockerfile")  # not "Dockerfile.*"
+        if plain_py and self._py_text_rules is not None:
+            return self._py_text_rules
+        rules = [(r, pattern) for r, names, pattern in self.text_rules if names.match(name)]
+        if plain_py:
+            self._py_text_rules = rules  # the rules' globs ("*.py", "*.sh", "Dockerfile.*") match all such names alike
+        return rules
+
     def _text(self, text: str, rel: str, name: str) -> None:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
         rule and line."""
-        for rule, names, pattern in self.text_rules:
+        for rule, pattern in self._text_rules_for(name):
             if rule.text_literals and not any(lit in text for lit in rule.text_literals):
-                continue
-            if not names.match(name):
                 continue
             seen: set[int] = set()
             for m in pattern.finditer(text):
