@@ -169,8 +169,8 @@ class _Scanner:
         if plain_py and self._py_text_rules is not None:
             return self._py_text_rules
         rules = [(r, pattern) for r, names, pattern in self.text_rules if names.match(name)]
-        if plain_py:
-            self._py_text_rules = rules  # the rules' globs ("*.py", "*.sh", "Dockerfile.*") match all such names alike
+        if plain_py:  # the rules' globs ("*.py", "*.sh", "Dockerfile.*") match all such names alike
+            self._py_text_rules = rules
         return rules
 
     def _text(self, text: str, rel: str, name: str) -> None:
