@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from silica.scan.knowledge import CodeRule
+from silica.scan.prefilter import FROM_TORCH, GAP, HEADER, TO_SPACE, logical_line_end, name_words, word_tokens
 
 __all__ = ["DATA_DEPENDENT_RULE", "PythonMatcher"]
 
@@ -35,24 +36,6 @@ _DATA_DEPENDENT_CALLS = frozenset(
 )
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
-# --- text prefilter -------------------------------------------------------------------------------------
-# Between a `.` and the attribute name Python allows spaces, line continuations and (inside brackets)
-# comments; the patterns below allow the same, so `x.\n    item()` is not missed.
-_GAP = r"(?:\s|\\|#[^\n]*+)*+"
-# The names bound by `from torch import ...`, parenthesised or not (comments may hold a closing bracket).
-_FROM_TORCH = re.compile(
-    r"from[\s\\]+torch[\s\\]+import[\s\\]*(\((?:[^)#]|#[^\n]*+)*+\)|(?:[^\n\\#;]|\\\r?\n)*+)"
-)
-# A line that may open an `if`, `elif` or `while` statement (compound statements start a logical line).
-_HEADER = re.compile(r"^[ \t\f]*(?:if|elif|while)\b[^\n]*", re.MULTILINE)
-# Bytes that cannot be part of an identifier or a word become spaces, so a file splits into its words.
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_TO_SPACE = bytes(b if b in _WORD_BYTES or b >= 128 else 32 for b in range(256))
-_SIMPLE_STRING = re.compile(r"\"[^\"\\\n]*\"|'[^'\\\n]*'")
-_F_STRING = re.compile(r"(?<![\w])(?:[fF][rR]?|[rR][fF])[\"']")  # may nest quotes (Python 3.12)
-_STRING_OR_COMMENT = re.compile(r"[\"'#]")
-_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
-
 
 def _dotted(node: ast.AST) -> str | None:
     parts: list[str] = []
@@ -63,68 +46,6 @@ def _dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
-
-
-def _name_words(names: set[str]) -> dict[bytes, list[frozenset[bytes]]] | None:
-    """For each dotted name, the words a file that uses it must contain: all of its parts (every part of a
-    name a file uses is written in the file, in the import or in the attribute chain), keyed by the longest
-    part so a file is checked only against the names whose key word it holds. None when a part cannot be
-    looked for."""
-    out: dict[bytes, list[frozenset[bytes]]] = {}
-    for name in names:
-        parts = [p for p in name.split(".") if p != "torch"] or ["torch"]
-        tokens = _tokens(set(parts))
-        if tokens is None:
-            return None
-        key = max(tokens, key=len)
-        out.setdefault(key, []).append(tokens)
-    return out
-
-
-def _tokens(words: set[str]) -> frozenset[bytes] | None:
-    """The words as they come out of `_TO_SPACE` ("max-autotune" needs "autotune": any part will do);
-    None when a word has no part that can be looked for, so every file must be parsed."""
-    out: set[bytes] = set()
-    for w in words:
-        parts = w.encode().translate(_TO_SPACE).split()
-        if not parts:
-            return None
-        out.add(max(parts, key=len))
-    return frozenset(out)
-
-
-def _logical_line_end(text: str, start: int) -> int | None:
-    """Where the logical line that starts at `start` ends (an offset in `text`), following open brackets and
-    backslashes over physical lines; None when the text does not tell for sure (a string that may span
-    lines, an f-string that may nest quotes, unbalanced brackets)."""
-    depth = 0
-    pos = start
-    size = len(text)
-    while True:
-        end = text.find("\n", pos)
-        if end < 0:
-            end = size
-        line = text[pos:end]
-        if _F_STRING.search(line):
-            return None
-        code = _SIMPLE_STRING.sub("", line)  # left to right, as the tokenizer reads them
-        first = _STRING_OR_COMMENT.search(code)
-        if first is not None:
-            if first.group(0) != "#":  # triple quotes or escapes: cannot tell where the string ends
-                return None
-            code = code[: first.start()]  # a comment: no string is open before it
-        for ch in code:
-            if ch in _OPEN:
-                depth += 1
-            elif ch in _CLOSE:
-                depth -= 1
-                if depth < 0:
-                    return None
-        if depth == 0 and not code.rstrip().endswith("\\"):
-            return end
-        if end == size:
-            return None
-        pos = end + 1
 
 
 class PythonMatcher:
@@ -175,11 +96,16 @@ class PythonMatcher:
         )
         if self._data_dependent is None:
             methods -= _DATA_DEPENDENT_METHODS
-        by_name = _name_words(names)
+        by_name = name_words(names)
         self._calls: dict[str, int | None] = {}  # resolved name -> call rule, cached across files
         plain_methods = sorted(methods - _DATA_DEPENDENT_METHODS)
         dd_names = sorted(_DATA_DEPENDENT_METHODS | {c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS})
-        tokens = [_tokens(words), _tokens(torch_words), _tokens(set(plain_methods)), _tokens(set(dd_names))]
+        tokens = [
+            word_tokens(words),
+            word_tokens(torch_words),
+            word_tokens(set(plain_methods)),
+            word_tokens(set(dd_names)),
+        ]
         self._always = by_name is None or any(
             t is None for t in tokens
         )  # the prefilter cannot express a rule
@@ -189,11 +115,11 @@ class PythonMatcher:
         )
         if self._data_dependent is None:
             self._dd_words = frozenset()
-        self._method = re.compile(r"\." + _GAP + r"(?:" + "|".join(map(re.escape, plain_methods)) + r")\b")
-        self._dd_dot = re.compile(r"\." + _GAP + r"(?:" + "|".join(dd_names) + r")\b")
+        self._method = re.compile(r"\." + GAP + r"(?:" + "|".join(map(re.escape, plain_methods)) + r")\b")
+        self._dd_dot = re.compile(r"\." + GAP + r"(?:" + "|".join(dd_names) + r")\b")
         self._dd_word = re.compile(r"\b(?:" + "|".join(dd_names) + r")\b")
         calls = "|".join(sorted(c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS))
-        self._dd_alias = re.compile(r"\." + _GAP + r"(?:" + calls + r")\b" + _GAP + r"as\b")
+        self._dd_alias = re.compile(r"\." + GAP + r"(?:" + calls + r")\b" + GAP + r"as\b")
 
     # --- lookups ----------------------------------------------------------------------------------------
 
@@ -272,7 +198,7 @@ class PythonMatcher:
             return True
         if not text.isascii():
             text = unicodedata.normalize("NFKC", text)
-        words = set(text.encode().translate(_TO_SPACE).split())
+        words = set(text.encode().translate(TO_SPACE).split())
         if not words.isdisjoint(self._words):
             return True
         for key in words.intersection(self._names):
@@ -288,7 +214,7 @@ class PythonMatcher:
 
     def _maybe_data_dependent(self, text: str) -> bool:
         """Whether a data-dependent call can sit in the test of an `if` or `while` statement."""
-        for m in _FROM_TORCH.finditer(text):  # `from torch import any`: a bare name can be the call
+        for m in FROM_TORCH.finditer(text):  # `from torch import any`: a bare name can be the call
             if self._dd_word.search(m.group(1)):
                 return True
         if self._dd_alias.search(text):  # `import torch.any as tany`
@@ -302,8 +228,8 @@ class PythonMatcher:
             return False
         last = calls[-1]
         tests: list[tuple[int, int]] = []  # the logical lines of `if`/`while` headers before the last call
-        for m in _HEADER.finditer(text, 0, last + 1):
-            end = _logical_line_end(text, m.start())
+        for m in HEADER.finditer(text, 0, last + 1):
+            end = logical_line_end(text, m.start())
             if end is None:
                 return True  # cannot tell where this test ends: it may hold a call
             tests.append((m.start(), end))
