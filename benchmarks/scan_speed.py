@@ -11,7 +11,8 @@ lines built from model, training, data and utility code (with docstrings and com
 seven in ten of all files importing torch, and the patterns the scanner looks for at a realistic rate
 (`torch.cuda` device code, `.cuda()`, NCCL, autocast, `.item()` in branches, float64, complex RoPE,
 `nonzero`, flash-attn, xformers, Triton kernels, C++/CUDA extensions), next to CUDA and C++ sources,
-Markdown, JSON, YAML and requirement files.
+Markdown, JSON, YAML and requirement files, launch scripts (torchrun, NCCL_* variables) and Dockerfiles
+on CUDA base images. The code scan runs with --task training, which applies every rule.
 """
 
 from __future__ import annotations
@@ -601,6 +602,22 @@ def _gpu_library_file(rng: random.Random, n: int) -> str:
     return _fill(header, pools, rng, n)
 
 
+LAUNCH_SCRIPT = """#!/bin/bash
+# Launch run @N@ on one node; see the training guide for the cluster settings.
+export NCCL_DEBUG=WARN
+export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+GPUS=8
+torchrun --standalone --nproc_per_node=$GPUS train.py --config configs/run@N@.yaml --bf16
+"""
+DOCKERFILE = """# Image for service @N@.
+FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04
+RUN apt-get update && apt-get install -y python3-pip && rm -rf /var/lib/apt/lists/*
+COPY requirements.txt /app/requirements.txt
+RUN pip install -r /app/requirements.txt
+WORKDIR /app
+"""
+
+
 def make_repo(root: Path, files: int, seed: int = 0) -> None:
     """A repository of `files` files that looks like a PyTorch project (see the module docstring)."""
     rng = random.Random(seed)
@@ -634,8 +651,12 @@ def make_repo(root: Path, files: int, seed: int = 0) -> None:
             )
         elif roll < 0.97:
             (package / f"config{i}.json").write_text(f'{{"id": {i}, "lr": 0.0003, "device": "cuda"}}\n')
-        else:
+        elif roll < 0.98:
             (package / f"run{i}.yaml").write_text(f"name: run-{i}\nbatch_size: 32\nsteps: 1000\n")
+        elif roll < 0.99:
+            (package / f"launch{i}.sh").write_text(LAUNCH_SCRIPT.replace("@N@", str(i)))
+        else:
+            (package / f"Dockerfile.{i}").write_text(DOCKERFILE.replace("@N@", str(i)))
         made += 1
         i += 1
 
@@ -657,7 +678,7 @@ def time_code(root: Path, files: int) -> tuple[float, float, ScanReport]:
     make_repo(root, files)
     made = time.perf_counter() - start
     start = time.perf_counter()
-    report = scan_code(root)
+    report = scan_code(root, task="training")
     return made, time.perf_counter() - start, report
 
 

@@ -57,8 +57,18 @@ def test_flash_attn_and_cuda_kernel_repo_needs_work_with_file_lines(tmp_path: Pa
     assert "NKI" in flash.alternative
     cu = next(f for f in report.findings if f.rule == "cuda-source")
     assert "NKI" in cu.alternative
-    # two flash-attn findings at 0.5 (cap 1.0) + two kernel files at 2.0 + control flow 0.25 + torch.cuda 0.1
-    assert report.effort_weeks == 5.5
+    # work items (effort.yaml): remove CUDA-only kernels = two flash-attn findings at 0.5 (cap 1.0);
+    # port custom ops = base 0.5 + two kernel files at 2.0; make shapes static = control flow 0.25;
+    # port device code = base 0.25 + two torch.cuda uses at 0.05; float64 is informational.
+    # 1.0 + 4.5 + 0.25 + 0.35 = 6.1, rounded up to the half week: 6.5
+    items = {w.item: w.weeks for w in report.target_verdicts["trainium2"].work_items}
+    assert items == {
+        "remove-cuda-only-kernels": 1.0,
+        "port-custom-ops": 4.5,
+        "make-shapes-static": 0.25,
+        "port-device-code": 0.35,
+    }
+    assert report.effort_weeks == 6.5
 
 
 def test_clean_repository_is_ready(tmp_path: Path) -> None:
@@ -153,12 +163,17 @@ def test_bad_files_are_findings_not_crashes(tmp_path: Path) -> None:
             },
         )
     )
-    rules = {f.location: f.rule for f in report.findings}
-    assert rules["broken.py:2"] == "unparsable-python"
-    assert rules["blob.py"] == "binary-file"
-    assert rules["latin.py"] == "unreadable-file"
-    assert rules["requirements.txt"] == "binary-file"
-    assert {v.verdict for v in report.target_verdicts.values()} == {"ready"}  # bad files are informational
+    rules: dict[str, set[str]] = {}
+    for f in report.findings:
+        rules.setdefault(f.location, set()).add(f.rule)
+    assert rules["broken.py:2"] == {"unparsable-python", "unscanned-source"}
+    assert rules["blob.py"] == {"binary-file", "unscanned-source"}
+    assert rules["latin.py"] == {"unreadable-file", "unscanned-source"}
+    assert rules["requirements.txt"] == {"binary-file"}
+    # issue 15: a Python source the scan could not look at is never "ready"; the verdict names the files
+    for v in report.target_verdicts.values():
+        assert v.verdict == "needs-work"
+        assert any("broken.py:2" in w and "blob.py" in w and "latin.py" in w for w in v.work)
 
 
 def test_scan_never_imports_or_runs_the_repository(tmp_path: Path) -> None:
@@ -175,10 +190,18 @@ def test_scan_never_imports_or_runs_the_repository(tmp_path: Path) -> None:
 
 
 def test_skipped_folders(tmp_path: Path) -> None:
-    report = scan_code(
-        _write(tmp_path, {".venv/lib/flash_attn/x.py": "import flash_attn\n", "node_modules/k.cu": "x"})
-    )
-    assert report.findings == ()
+    _write(tmp_path, {".venv/lib/flash_attn/x.py": "import flash_attn\n", "node_modules/k.cu": "x"})
+    report = scan_code(_write(tmp_path, {"app.py": "x = 1\n"}))
+    assert report.findings == () and report.files_scanned == 1
+
+
+def test_empty_directory_is_an_error(tmp_path: Path) -> None:
+    """Issue 15: an empty directory (or one whose files are all in skipped folders) is not "ready"."""
+    with pytest.raises(InputError, match="holds no files to scan"):
+        scan_code(tmp_path)
+    _write(tmp_path, {".venv/lib/x.py": "import flash_attn\n"})
+    with pytest.raises(InputError, match="holds no files to scan"):
+        scan_code(tmp_path)
 
 
 def test_not_a_directory(tmp_path: Path) -> None:
@@ -324,3 +347,94 @@ def test_prefilter_skips_files_no_rule_can_match() -> None:
     )
     assert matcher.scan(ast.parse(source), uses_torch=True) == []  # nothing to find: skipping is right
     assert not matcher.needs_ast(source, uses_torch=True)
+
+
+def _rules_at(report: object) -> set[tuple[str, str]]:
+    return {(f.location, f.rule) for f in report.findings}  # type: ignore[attr-defined]
+
+
+def test_light_data_flow_finds_values_where_they_are_used(tmp_path: Path) -> None:
+    """Issue 16: a device, backend or dtype held in a variable is found where it is used."""
+    code = (
+        "import os\n"  # 1
+        "import torch\n"
+        "device = 'cuda' if torch.backends.mps.is_available() is False else 'cpu'\n"
+        "backend = os.environ.get('BACKEND', 'nccl')\n"
+        "device_type = 'cuda'\n"  # 5
+        "x = torch.ones(2).to(device)\n"
+        "torch.distributed.init_process_group(backend=backend)\n"
+        "ctx = torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)\n"
+        "name = 'gloo'\n"
+        "torch.distributed.init_process_group(backend=name)\n"  # 10: not a finding
+    )
+    report = scan_code(_write(tmp_path, {"train.py": code}))
+    found = _rules_at(report)
+    assert ("train.py:6", "torch-cuda") in found
+    assert ("train.py:7", "nccl") in found
+    assert ("train.py:8", "amp-autocast-cuda") in found
+    assert not any(loc == "train.py:10" for loc, _ in found)
+    message = next(f.message for f in report.findings if f.location == "train.py:7")
+    assert "held in `backend`, line 4" in message
+
+
+def test_distributed_and_training_rules(tmp_path: Path) -> None:
+    files = {
+        "model.py": (
+            "import torch\n"
+            "from fairscale.nn.model_parallel.layers import ColumnParallelLinear\n"
+            "from megatron.core import parallel_state\n"
+            "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            "from torch.distributed.tensor.parallel import parallelize_module\n"  # 5
+            "import deepspeed\n"
+            "from deepspeed.pipe import PipelineModule\n"
+            "from transformers import Trainer, TrainingArguments\n"
+            "scaler = torch.cuda.amp.GradScaler()\n"
+            "torch.backends.cudnn.benchmark = True\n"  # 10
+            "m = torch.compile(ColumnParallelLinear(2, 2), mode='max-autotune')\n"
+            "args = TrainingArguments('o', fp16=True, deepspeed='ds.json')\n"
+            "g = torch.cuda.CUDAGraph()\n"
+            "torch.distributed.init_process_group('nccl')\n"
+        ),
+        "launch.sh": "export NCCL_DEBUG=INFO\nCUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 model.py --fp16\n",
+        "Dockerfile": "FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nRUN pip install torch\n",
+        "ds_config.json": '{"zero_optimization": {"stage": 3}}\n',
+        "accelerate.yaml": "distributed_type: MULTI_GPU\n",
+    }
+    found = _rules_at(scan_code(_write(tmp_path, files), task="training"))
+    expected = {
+        ("model.py:2", "fairscale-model-parallel"),
+        ("model.py:3", "megatron-core"),
+        ("model.py:4", "fsdp"),
+        ("model.py:5", "dtensor-tp"),
+        ("model.py:6", "deepspeed"),
+        ("model.py:7", "deepspeed-pipeline"),
+        ("model.py:12", "hf-trainer"),
+        ("model.py:12", "deepspeed-config"),
+        ("model.py:9", "amp-gradscaler"),
+        ("model.py:10", "cuda-backend-flags"),
+        ("model.py:11", "torch-compile"),
+        ("model.py:11", "inductor-modes"),
+        ("model.py:11", "fairscale-model-parallel"),
+        ("model.py:12", "fp16-training"),
+        ("model.py:13", "cuda-streams-graphs"),
+        ("model.py:14", "nccl"),
+        ("launch.sh:1", "nccl-env"),
+        ("launch.sh:2", "cuda-visible-devices"),
+        ("launch.sh:2", "gpu-launcher"),
+        ("launch.sh:2", "fp16-training"),
+        ("Dockerfile:1", "cuda-base-image"),
+        ("ds_config.json:1", "deepspeed-config"),
+        ("accelerate.yaml:1", "accelerate-config"),
+    }
+    assert expected <= found, sorted(expected - found)
+
+
+def test_training_only_rules_are_informational_for_inference(tmp_path: Path) -> None:
+    files = {"t.py": "import torch\nscaler = torch.cuda.amp.GradScaler()\n"}
+    inference = scan_code(_write(tmp_path, files))
+    assert inference.verdict("trainium2") == "ready"
+    assert [set(f.impact.values()) for f in inference.findings] == [{"info"}]
+    training = scan_code(tmp_path, task="training")
+    assert training.verdict("trainium2") == "needs-work"
+    with pytest.raises(InputError):
+        scan_code(tmp_path, task="serving")  # type: ignore[arg-type]

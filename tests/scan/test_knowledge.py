@@ -103,3 +103,43 @@ def test_nxdi_rows_without_a_model_reference_entry_list_no_unsourced_targets() -
         row = next(r for r in knowledge().archs[model_type] if r.library == "NxD Inference")
         assert set(row.pins()) == {"trainium2", "trainium3"}, row.targets
         assert "[inferred]" in row.note
+
+
+def test_code_rules_name_a_work_item_a_neuron_counterpart_and_valid_patterns() -> None:
+    import re
+
+    kb = knowledge()
+    for rule in kb.code_rules:
+        assert rule.work_item in kb.effort.work_items, rule.id
+        assert rule.source.strip() and len(rule.as_of) == 10, rule.id
+        for pattern in rule.text:
+            re.compile(pattern, re.MULTILINE)
+        assert bool(rule.text) == bool(rule.files), rule.id  # a line pattern needs the files it reads
+    for name, item in kb.effort.work_items.items():
+        assert item.reasoning.strip() and item.base_weeks <= item.cap_weeks, name
+    distributed = {
+        "nccl",
+        "ddp",
+        "fsdp",
+        "dtensor-tp",
+        "fairscale-model-parallel",
+        "megatron-core",
+        "deepspeed",
+        "deepspeed-pipeline",
+        "deepspeed-config",
+        "accelerate",
+        "hf-trainer",
+        "torch-compile",
+        "amp-gradscaler",
+        "amp-autocast-cuda",
+        "cuda-streams-graphs",
+        "cuda-backend-flags",
+        "gpu-launcher",
+        "nccl-env",
+        "cuda-visible-devices",
+        "cuda-base-image",
+    }  # issue 16's list: each names its Neuron counterpart and a source
+    for rid in distributed:
+        rule = kb.rule(rid)
+        assert any(k in rule.alternative for k in ("Neuron", "NxD", "neuronx", "xla", "NKI", "bf16")), rid
+        assert "aws-neuron" in rule.source or "optimum-neuron" in rule.source or "neuron_notes" in rule.source

@@ -95,3 +95,34 @@ def test_pinned_sdk_is_named() -> None:
 def test_whisper_on_trainium1_is_optimum_neuron_only() -> None:
     _, libs, _ = software_path(knowledge(), "whisper", False, "trainium1")
     assert libs == ("optimum-neuron",)
+
+
+def test_training_task_on_a_model_blocks_inferentia2_and_adds_loss_parity() -> None:
+    kb = knowledge()
+    inference, _ = verdicts(kb, kind="model", model_type="llama", is_llm=True)
+    training, effort = verdicts(kb, kind="model", model_type="llama", is_llm=True, task="training")
+    assert training["inferentia2"].verdict == "blocked"
+    assert "inference accelerator" in training["inferentia2"].blockers[0]
+    parity = kb.effort.training.validate_numerics_weeks
+    for t in ("trainium1", "trainium2", "trainium3"):
+        assert training[t].verdict == inference[t].verdict
+        assert ("training: loss parity", parity) in training[t].effort_breakdown
+    assert effort >= min(v.effort_weeks for v in inference.values()) + parity - 0.5
+
+
+def test_work_items_sum_base_findings_and_caps() -> None:
+    """One work item: its base once, each rule capped, the item capped (data/neuron/effort.yaml)."""
+    kb = knowledge()
+    fairscale = kb.rule("fairscale-model-parallel")
+    item = kb.effort.work_items["replace-parallel-layers"]
+    findings = [
+        Finding(
+            fairscale.id, "t", "m", dict.fromkeys(TARGETS, "needs-work"), effort_weeks=fairscale.effort_weeks
+        )
+        for _ in range(40)
+    ]
+    result, _ = verdicts(kb, kind="code", findings=findings)
+    (only,) = result["trainium2"].work_items
+    assert only.item == "replace-parallel-layers" and only.rules == (fairscale.id,)
+    assert only.weeks == min(item.cap_weeks, item.base_weeks + fairscale.effort_cap_weeks)
+    assert result["trainium2"].effort_weeks == 5.0  # 2.0 base + 40 x 0.25 capped at 3.0

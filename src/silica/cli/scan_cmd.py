@@ -6,6 +6,7 @@ command, so `silica --help` stays light. This module formats the library's `Scan
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -13,7 +14,7 @@ import typer
 from silica.cli._common import console, handle_errors, print_json
 
 if TYPE_CHECKING:
-    from silica.scan import ScanReport, TargetVerdict
+    from silica.scan import ScanReport, TargetVerdict, Task
 
 __all__ = ["register"]
 
@@ -32,10 +33,18 @@ HELP = (
     "A code scan reads requirements*.txt, pyproject.toml, setup.py, setup.cfg, environment.yml, "
     "Python sources and .cu/.cuh files as text: it never imports or executes the repository.\n\n"
     "Each target gets ready, needs-work or blocked, with its blockers, the CPU-fallback partition plan "
-    "and an effort estimate in engineer-weeks. A model that cannot be built or traced is still a result "
+    "and an effort estimate in engineer-weeks, split into named work items (replace parallel layers, change "
+    "the launcher, remove CUDA-only kernels, port custom ops, validate numerics, ...). --task training judges "
+    "the code as a training job (Inferentia2 does not train; DDP, FSDP, GradScaler and the trainer count). "
+    "A source file that cannot be read or parsed makes the verdict needs-work, never ready. A model that cannot be built or traced is still a result "
     '(exit code 0) with "status": "failed" in the JSON and the reason among the findings; bad input '
     "(a missing path, an unknown model id) is one line and exit code 2. Model scans need the scan extra: "
-    "pip install 'silica\\[scan]' (install the CPU build of torch first, see the README)."
+    "pip install 'silica\\[scan]' (install the CPU build of torch first, see the README).\n\n"
+    "\b\nExamples:\n"
+    "  silica scan llama-3.1-8b\n"
+    "  silica scan llama-3.1-8b --ops            # every operator, not only the summary\n"
+    "  silica scan path/to/repo --task training\n"
+    "  silica scan path/to/repo --output sarif > scan.sarif   # GitHub code scanning"
 )
 
 _COLOURS = {"ready": "green", "needs-work": "yellow", "blocked": "red"}
@@ -53,7 +62,11 @@ def _cut(text: str, width: int) -> str:
     """Shorten for a table cell and escape rich markup: notes carry tags such as "[doc]"."""
     from rich.markup import escape
 
-    return escape(text if len(text) <= width else text[: width - 1] + "…")
+    if len(text) > width:
+        cut = text[: width - 1]
+        space = cut.rfind(" ")
+        text = (cut[:space] if space > width // 2 else cut).rstrip(" ,;:") + "…"
+    return escape(text)
 
 
 def _fallback(v: TargetVerdict) -> str:
@@ -66,11 +79,19 @@ def _fallback(v: TargetVerdict) -> str:
     )
 
 
-def _render(report: ScanReport, all_findings: bool) -> None:
+def _ops_summary(report: ScanReport) -> str:
+    counts: dict[str, int] = {}
+    for o in report.ops:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    parts = [f"{counts[s]} {s}" for s in ("supported", "limited", "unsupported") if counts.get(s)]
+    return f"Operators: {len(report.ops)} distinct ({', '.join(parts)})"
+
+
+def _render(report: ScanReport, all_findings: bool, all_ops: bool = False) -> None:
     from rich.table import Table
 
     out = console()
-    facts = [report.kind, report.model_type or "", report.method, f"{report.seconds:.1f} s"]
+    facts = [report.kind, report.task, report.model_type or "", report.method, f"{report.seconds:.1f} s"]
     if report.kind == "code":
         facts.append(f"{report.files_scanned} files")
     out.print(f"[bold]silica scan[/bold] {_cut(report.subject, 200)}  ({', '.join(f for f in facts if f)})")
@@ -96,11 +117,26 @@ def _render(report: ScanReport, all_findings: bool) -> None:
     out.print(
         f"Estimated effort to the cheapest open target: [bold]{report.effort_weeks:g}[/bold] engineer-weeks"
     )
+    open_ = [v for v in report.target_verdicts.values() if v.verdict != "blocked"] or list(
+        report.target_verdicts.values()
+    )
+    cheapest = min(open_, key=lambda v: v.effort_weeks)
+    if cheapest.work_items:
+        items = Table(title=f"Work items ({cheapest.target})", title_justify="left")
+        for col in ("work item", "weeks", "sized by"):
+            items.add_column(col, overflow="fold")
+        for w in cheapest.work_items:
+            items.add_row(w.title, f"{w.weeks:g}", _cut(", ".join(w.rules), 160))
+        out.print(items)
     if report.ops:
-        ops = Table(title=f"Operators ({len(report.ops)})", title_justify="left")
+        out.print(_ops_summary(report))
+    shown_ops = [o for o in report.ops if all_ops or o.status != "supported"]
+    if shown_ops:
+        title = "Operators" if all_ops else "Operators that need attention (--ops lists all)"
+        ops = Table(title=f"{title} ({len(shown_ops)})", title_justify="left")
         for col in ("operator", "count", "status", "note", "source"):
             ops.add_column(col, overflow="fold")
-        for o in report.ops:
+        for o in shown_ops:
             s = _STATUS[o.status]
             name = o.op + (f" [{o.condition}]" if o.condition else "")
             ops.add_row(
@@ -134,14 +170,41 @@ def register(app: typer.Typer) -> None:
         subject: str = typer.Argument(
             ..., metavar="SUBJECT", help="MODEL_ID, config.json, file.py:NAME or DIR."
         ),
-        json_out: bool = typer.Option(False, "--json", help="Print the ScanReport as JSON."),
+        json_out: bool = typer.Option(False, "--json", help="Print the ScanReport as JSON (--output json)."),
+        output: str = typer.Option(
+            "table", "--output", "-o", metavar="table|json|sarif", help="Output format; sarif is SARIF 2.1.0."
+        ),
+        task: str = typer.Option(
+            "inference", "--task", metavar="inference|training", help="Judge the subject for this task."
+        ),
+        all_ops: bool = typer.Option(
+            False, "--ops", help="List every operator (model scans), not a summary."
+        ),
         layers: int = typer.Option(2, "--layers", min=1, help="Layers per stack to build (model scans)."),
         all_findings: bool = typer.Option(False, "--all", help="Also show informational findings."),
     ) -> None:
+        from silica.errors import InputError
         from silica.scan import scan as run_scan
 
-        report: Any = run_scan(subject, layers=layers)
-        if json_out:
-            print_json(report)
+        if output not in ("table", "json", "sarif"):
+            raise InputError(f"Unknown --output {output!r}.", "pass --output table, json or sarif.")
+        if task not in ("inference", "training"):
+            raise InputError(f"Unknown --task {task!r}.", "pass --task inference or --task training.")
+        chosen: Task = "training" if task == "training" else "inference"
+        fmt = "json" if json_out else output
+        if fmt == "table" and sys.stderr.isatty():
+            from rich.console import Console
+
+            with Console(stderr=True).status(f"Scanning {subject} ...", spinner="dots"):
+                report: Any = run_scan(subject, layers=layers, task=chosen)
         else:
-            _render(report, all_findings)
+            report = run_scan(subject, layers=layers, task=chosen)
+        if fmt == "json":
+            print_json(report)
+        elif fmt == "sarif":
+            from silica import __version__
+            from silica.scan.sarif import to_sarif
+
+            print_json(to_sarif(report, version=__version__))
+        else:
+            _render(report, all_findings, all_ops)

@@ -23,6 +23,7 @@ from silica.errors import DataFileError
 from silica.scan.report import TARGETS, Impact
 
 __all__ = [
+    "TASKS",
     "ArchRow",
     "CodeRule",
     "DtypeRow",
@@ -30,6 +31,9 @@ __all__ = [
     "Knowledge",
     "LifecycleRow",
     "OpRow",
+    "Task",
+    "TrainingRules",
+    "WorkItem",
     "knowledge",
 ]
 
@@ -119,10 +123,21 @@ class LifecycleRow(_Row):
     as_of: str = Field(min_length=10)
 
 
+Task = Literal["inference", "training"]
+TASKS: tuple[Task, ...] = ("inference", "training")
+
+
 class CodeRule(_Row):
+    """One thing a code scan looks for. `work_item` names the effort item it sizes (effort.yaml);
+    `tasks` are the tasks it matters for (elsewhere its findings are informational); `text` are regular
+    expressions matched line by line in files whose name matches one of `files` (shell scripts,
+    Dockerfiles, JSON configs, and Python sources for environment variable names)."""
+
     id: str
     title: str
     impact: Impact
+    work_item: str
+    tasks: tuple[Task, ...] = TASKS
     effort_weeks: float = Field(ge=0)
     effort_cap_weeks: float = Field(ge=0)
     alternative: str
@@ -136,11 +151,33 @@ class CodeRule(_Row):
     string_args: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()
     extensions: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    # substrings one of which every `text` match contains: a file with none of them is not searched
+    text_literals: tuple[str, ...] = ()
 
 
 class _CodeRules(_Row):
     schema_version: Literal[1]
     rules: tuple[CodeRule, ...]
+
+
+class WorkItem(_Row):
+    """A named piece of porting work: base weeks once any finding needs it, plus the findings' weeks, capped."""
+
+    title: str
+    base_weeks: float = Field(ge=0)
+    cap_weeks: float = Field(ge=0)
+    reasoning: str = Field(min_length=1)
+
+
+class TrainingRules(_Row):
+    """What changes when the task is training: which chips train, and the numerics check every port needs."""
+
+    targets: tuple[str, ...]
+    targets_source: str = Field(min_length=1)
+    validate_numerics_weeks: float = Field(ge=0)
+    reasoning: str = Field(min_length=1)
 
 
 class EffortRules(_Row):
@@ -156,6 +193,8 @@ class EffortRules(_Row):
     cpu_partition_weeks: float = Field(ge=0)
     scan_failure_weeks: float = Field(ge=0)
     round_to_weeks: float = Field(gt=0)
+    work_items: dict[str, WorkItem]
+    training: TrainingRules
 
 
 @dataclass(frozen=True)
@@ -222,12 +261,20 @@ def knowledge() -> Knowledge:
         for row in _rows("patterns.csv", OpRow)
         if row.op.startswith("pattern:")
     }
+    rules: tuple[CodeRule, ...] = _yaml("code_rules.yaml", _CodeRules).rules
+    effort: EffortRules = _yaml("effort.yaml", EffortRules)
+    unknown_items = sorted({r.work_item for r in rules} - set(effort.work_items))
+    if unknown_items or set(effort.training.targets) - set(TARGETS):
+        raise DataFileError(
+            f"neuron/code_rules.yaml or effort.yaml names unknown work items or targets: {unknown_items}.",
+            "fix the data file.",
+        )
     return Knowledge(
         ops={k: tuple(v) for k, v in ops.items()},
         dtypes={r.dtype: r for r in _rows("dtypes.csv", DtypeRow)},
         archs={k: tuple(v) for k, v in archs.items()},
         lifecycle=tuple(_rows("lifecycle.csv", LifecycleRow)),
-        code_rules=_yaml("code_rules.yaml", _CodeRules).rules,
-        effort=_yaml("effort.yaml", EffortRules),
+        code_rules=rules,
+        effort=effort,
         patterns=patterns,
     )

@@ -167,7 +167,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def scan_source(source: ModelSource, *, layers: int = 2) -> ScanReport:
+def scan_source(source: ModelSource, *, layers: int = 2, task: str = "inference") -> ScanReport:
     """Scan an already resolved registry id, config or factory."""
     if layers < 1:
         raise InputError(f"--layers must be at least 1, not {layers}.", "pass --layers 2 (the default).")
@@ -211,6 +211,7 @@ def scan_source(source: ModelSource, *, layers: int = 2) -> ScanReport:
         ops=ops,
         plan=plan,
         findings=findings,
+        task=task,
     )
     return ScanReport(
         subject=source.subject,
@@ -225,14 +226,15 @@ def scan_source(source: ModelSource, *, layers: int = 2) -> ScanReport:
         seconds=time.perf_counter() - start,
         versions=_versions(),
         status="failed" if failed else "ok",
+        task=task,
     )
 
 
-def scan_model(subject: str, *, layers: int = 2) -> ScanReport:
+def scan_model(subject: str, *, layers: int = 2, task: str = "inference") -> ScanReport:
     """Scan a registry model id, a config.json path, or FILE.py:FACTORY (which runs the user's code)."""
     source = resolve(subject)
     if source.kind == "code":
         raise InputError(
             f"{subject} is a directory.", "use scan_code() for a code base, or pass DIR/config.json."
         )
-    return scan_source(source, layers=layers)
+    return scan_source(source, layers=layers, task=task)

@@ -2,11 +2,14 @@
 
 Names are resolved through the file's imports (`import torch as T`, `from torch.utils import cpp_extension`)
 so `T.cuda.synchronize()` is `torch.cuda.synchronize`. Each syntax node reports at most one rule, the first
-in the data file's order, which lists specific rules (CUDA streams) before general ones (torch.cuda.*).
+in the data file's order, which lists specific rules (CUDA streams) before general ones (torch.cuda.*); a
+call's keyword arguments count as their own nodes.
 
 Speed matters (issue 4: 10,000 files in 10 s on 2 cores), so the rules are compiled once into lookup tables
 (an exact-name table matched against every dotted suffix of a name, a prefix table for `a.b.*` patterns,
 and tables for methods, keyword values, string arguments and decorators), each file's tree is walked once,
+a string assigned to a plain name is remembered so its later use as an argument is matched (light data
+flow, no imports or execution),
 and `needs_ast` tells from the text alone whether a file can match at all. It never skips a file a rule
 matches, with one exception: a string value spelled with escapes ("\\x63uda") or split into adjacent
 literals ("cu" "da") is not seen.
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from silica.scan.knowledge import CodeRule
+from silica.scan.prefilter import FROM_TORCH, GAP, HEADER, TO_SPACE, logical_line_end, name_words, word_tokens
 
 __all__ = ["DATA_DEPENDENT_RULE", "PythonMatcher"]
 
@@ -31,24 +35,6 @@ _DATA_DEPENDENT_CALLS = frozenset(
     {"torch.any", "torch.all", "torch.equal", "torch.is_nonzero", "torch.allclose"}
 )
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-
-# --- text prefilter -------------------------------------------------------------------------------------
-# Between a `.` and the attribute name Python allows spaces, line continuations and (inside brackets)
-# comments; the patterns below allow the same, so `x.\n    item()` is not missed.
-_GAP = r"(?:\s|\\|#[^\n]*+)*+"
-# The names bound by `from torch import ...`, parenthesised or not (comments may hold a closing bracket).
-_FROM_TORCH = re.compile(
-    r"from[\s\\]+torch[\s\\]+import[\s\\]*(\((?:[^)#]|#[^\n]*+)*+\)|(?:[^\n\\#;]|\\\r?\n)*+)"
-)
-# A line that may open an `if`, `elif` or `while` statement (compound statements start a logical line).
-_HEADER = re.compile(r"^[ \t\f]*(?:if|elif|while)\b[^\n]*", re.MULTILINE)
-# Bytes that cannot be part of an identifier or a word become spaces, so a file splits into its words.
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_TO_SPACE = bytes(b if b in _WORD_BYTES or b >= 128 else 32 for b in range(256))
-_SIMPLE_STRING = re.compile(r"\"[^\"\\\n]*\"|'[^'\\\n]*'")
-_F_STRING = re.compile(r"(?<![\w])(?:[fF][rR]?|[rR][fF])[\"']")  # may nest quotes (Python 3.12)
-_STRING_OR_COMMENT = re.compile(r"[\"'#]")
-_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -62,68 +48,6 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _cover(names: set[str]) -> set[str]:
-    """Few words such that every dotted name has one of its parts among them (any part will do, since
-    every part of a name a file uses is written in the file): greedy, the part shared most first."""
-    todo = [[p for p in n.split(".") if p != "torch"] or ["torch"] for n in names]
-    words: set[str] = set()
-    while todo:
-        counts: dict[str, int] = {}
-        for parts in todo:
-            for p in set(parts):
-                counts[p] = counts.get(p, 0) + 1
-        best = max(sorted(counts), key=lambda p: (counts[p], len(p)))
-        words.add(best)
-        todo = [parts for parts in todo if best not in parts]
-    return words
-
-
-def _tokens(words: set[str]) -> frozenset[bytes] | None:
-    """The words as they come out of `_TO_SPACE` ("max-autotune" needs "autotune": any part will do);
-    None when a word has no part that can be looked for, so every file must be parsed."""
-    out: set[bytes] = set()
-    for w in words:
-        parts = w.encode().translate(_TO_SPACE).split()
-        if not parts:
-            return None
-        out.add(max(parts, key=len))
-    return frozenset(out)
-
-
-def _logical_line_end(text: str, start: int) -> int | None:
-    """Where the logical line that starts at `start` ends (an offset in `text`), following open brackets and
-    backslashes over physical lines; None when the text does not tell for sure (a string that may span
-    lines, an f-string that may nest quotes, unbalanced brackets)."""
-    depth = 0
-    pos = start
-    size = len(text)
-    while True:
-        end = text.find("\n", pos)
-        if end < 0:
-            end = size
-        line = text[pos:end]
-        if _F_STRING.search(line):
-            return None
-        code = _SIMPLE_STRING.sub("", line)  # left to right, as the tokenizer reads them
-        first = _STRING_OR_COMMENT.search(code)
-        if first is not None:
-            if first.group(0) != "#":  # triple quotes or escapes: cannot tell where the string ends
-                return None
-            code = code[: first.start()]  # a comment: no string is open before it
-        for ch in code:
-            if ch in _OPEN:
-                depth += 1
-            elif ch in _CLOSE:
-                depth -= 1
-                if depth < 0:
-                    return None
-        if depth == 0 and not code.rstrip().endswith("\\"):
-            return end
-        if end == size:
-            return None
-        pos = end + 1
-
-
 class PythonMatcher:
     """The code rules, compiled for lookups by import, call, method, keyword, argument and decorator."""
 
@@ -135,6 +59,7 @@ class PythonMatcher:
         self._prefix: dict[str, int] = {}  # "torch.cuda" for "torch.cuda.*" -> first rule
         self._methods: dict[str, int] = {}
         self._keywords: dict[tuple[str, str], int] = {}
+        self._any_keywords: dict[str, int] = {}  # "deepspeed=*": the keyword with any value
         self._string_args: dict[str, int] = {}
         self._decorators: dict[str, int] = {}
         names: set[str] = set()  # dotted names (imports, calls, decorators) whose use a file must spell
@@ -154,8 +79,12 @@ class PythonMatcher:
                 methods.add(m)
             for spec in r.keywords:
                 key, value = spec.split("=", 1)
-                self._keywords.setdefault((key, value), i)
-                words.add(value)
+                if value == "*":
+                    self._any_keywords.setdefault(key, i)
+                else:
+                    self._keywords.setdefault((key, value), i)
+                # `fp16=True`: the key is the rarer word; a string value is rarer than its key ("device")
+                words.add(key if value in ("*", "True", "False") or not value[:1].isalpha() else value)
             for s in r.string_args:
                 self._string_args.setdefault(s, i)
                 torch_words.add(s)
@@ -167,22 +96,30 @@ class PythonMatcher:
         )
         if self._data_dependent is None:
             methods -= _DATA_DEPENDENT_METHODS
-        words |= _cover(names)
+        by_name = name_words(names)
         self._calls: dict[str, int | None] = {}  # resolved name -> call rule, cached across files
         plain_methods = sorted(methods - _DATA_DEPENDENT_METHODS)
         dd_names = sorted(_DATA_DEPENDENT_METHODS | {c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS})
-        tokens = [_tokens(words), _tokens(torch_words), _tokens(set(plain_methods)), _tokens(set(dd_names))]
-        self._always = any(t is None for t in tokens)  # a rule the text prefilter cannot express
+        tokens = [
+            word_tokens(words),
+            word_tokens(torch_words),
+            word_tokens(set(plain_methods)),
+            word_tokens(set(dd_names)),
+        ]
+        self._always = by_name is None or any(
+            t is None for t in tokens
+        )  # the prefilter cannot express a rule
+        self._names = by_name or {}
         self._words, self._torch_words, self._method_words, self._dd_words = (
             t or frozenset() for t in tokens
         )
         if self._data_dependent is None:
             self._dd_words = frozenset()
-        self._method = re.compile(r"\." + _GAP + r"(?:" + "|".join(map(re.escape, plain_methods)) + r")\b")
-        self._dd_dot = re.compile(r"\." + _GAP + r"(?:" + "|".join(dd_names) + r")\b")
+        self._method = re.compile(r"\." + GAP + r"(?:" + "|".join(map(re.escape, plain_methods)) + r")\b")
+        self._dd_dot = re.compile(r"\." + GAP + r"(?:" + "|".join(dd_names) + r")\b")
         self._dd_word = re.compile(r"\b(?:" + "|".join(dd_names) + r")\b")
         calls = "|".join(sorted(c.split(".", 1)[1] for c in _DATA_DEPENDENT_CALLS))
-        self._dd_alias = re.compile(r"\." + _GAP + r"(?:" + calls + r")\b" + _GAP + r"as\b")
+        self._dd_alias = re.compile(r"\." + GAP + r"(?:" + calls + r")\b" + GAP + r"as\b")
 
     # --- lookups ----------------------------------------------------------------------------------------
 
@@ -252,7 +189,8 @@ class PythonMatcher:
         """False only when no rule can match `text`, so the file need not be parsed.
 
         Every part of a resolved name is written in the file (in the import or in the attribute chain), so a
-        rule can only match a file that contains one of its words. Methods are written after a `.`, and a
+        name rule can only match a file that contains all of the name's parts, and a keyword rule one that
+        contains its key or value. Methods are written after a `.`, and a
         tensor value can only drive an `if` or `while` whose test holds one of the data-dependent calls.
         Identifiers are NFKC-normalised by Python, so the check runs on the normalised text.
         """
@@ -260,9 +198,12 @@ class PythonMatcher:
             return True
         if not text.isascii():
             text = unicodedata.normalize("NFKC", text)
-        words = set(text.encode().translate(_TO_SPACE).split())
+        words = set(text.encode().translate(TO_SPACE).split())
         if not words.isdisjoint(self._words):
             return True
+        for key in words.intersection(self._names):
+            if any(need <= words for need in self._names[key]):
+                return True
         if not uses_torch:
             return False
         if not words.isdisjoint(self._torch_words):
@@ -273,7 +214,7 @@ class PythonMatcher:
 
     def _maybe_data_dependent(self, text: str) -> bool:
         """Whether a data-dependent call can sit in the test of an `if` or `while` statement."""
-        for m in _FROM_TORCH.finditer(text):  # `from torch import any`: a bare name can be the call
+        for m in FROM_TORCH.finditer(text):  # `from torch import any`: a bare name can be the call
             if self._dd_word.search(m.group(1)):
                 return True
         if self._dd_alias.search(text):  # `import torch.any as tany`
@@ -287,8 +228,8 @@ class PythonMatcher:
             return False
         last = calls[-1]
         tests: list[tuple[int, int]] = []  # the logical lines of `if`/`while` headers before the last call
-        for m in _HEADER.finditer(text, 0, last + 1):
-            end = _logical_line_end(text, m.start())
+        for m in HEADER.finditer(text, 0, last + 1):
+            end = logical_line_end(text, m.start())
             if end is None:
                 return True  # cannot tell where this test ends: it may hold a call
             tests.append((m.start(), end))
@@ -352,6 +293,25 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def _string_values(node: ast.expr) -> list[str]:
+    """String constants an expression can evaluate to: a literal, either arm of `a if c else b`, the
+    operands of `a or b`, the default of `os.environ.get(NAME, "x")` / `os.getenv(NAME, "x")`."""
+    if type(node) is ast.Constant:
+        return [node.value] if isinstance(node.value, str) else []
+    if type(node) is ast.IfExp:
+        return _string_values(node.body) + _string_values(node.orelse)
+    if type(node) is ast.BoolOp:
+        return [v for item in node.values for v in _string_values(item)]
+    if (
+        type(node) is ast.Call
+        and type(node.func) is ast.Attribute
+        and node.func.attr in ("get", "getenv")
+        and len(node.args) == 2
+    ):
+        return _string_values(node.args[1])
+    return []
+
+
 class _FileScan(ast.NodeVisitor):
     """One pass over a file's tree that collects what the rules look at, then matches it.
 
@@ -375,7 +335,10 @@ class _FileScan(ast.NodeVisitor):
             ast.Call: self.visit_Call,
             ast.FunctionDef: self.visit_FunctionDef,
             ast.AsyncFunctionDef: self.visit_FunctionDef,
+            ast.Assign: self.visit_Assign,
+            ast.AnnAssign: self.visit_Assign,
         }
+        self.bound: dict[str, list[tuple[str, int]]] = {}  # name -> string values assigned to it, with lines
         if uses_torch and matcher._data_dependent is not None:
             self._handlers[ast.If] = self.visit_If
             self._handlers[ast.While] = self.visit_If
@@ -460,6 +423,19 @@ class _FileScan(ast.NodeVisitor):
             self.functions.append(node)
         return False
 
+    def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> bool:
+        """Light data flow: `device = 'cuda'` (or `'cuda' if ... else 'cpu'`) is remembered, so a later
+        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used."""
+        if node.value is None:
+            return False
+        values = _string_values(node.value)
+        if values:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if type(t) is ast.Name:
+                    self.bound.setdefault(t.id, []).extend((v, node.lineno) for v in values)
+        return False
+
     def visit_If(self, node: ast.If | ast.While) -> bool:
         for stmt in reversed(node.orelse):
             self._stack.append(stmt)
@@ -504,36 +480,56 @@ class _FileScan(ast.NodeVisitor):
             self._control_flow(test, calls)
 
     def _call(self, node: ast.Call) -> None:
+        """The call's own name or method (one rule), then its keyword arguments (one rule each:
+        `TrainingArguments(fp16=True, deepspeed=...)` is three findings), then, when nothing else matched,
+        a positional string ("cuda", "nccl")."""
         m = self.m
         func = node.func
+        matched = False
         if type(func) is ast.Name and func.id in self.aliases:  # a bare name from `from x import y`
             name = self.aliases[func.id]
             rule = m.call_rule(name)
             if rule is not None:
                 self._add(rule, f"calls {name}", node.lineno)
-                return
-        if self.torch and type(func) is ast.Attribute:
+                matched = True
+        if not matched and self.torch and type(func) is ast.Attribute:
             rule = m._methods.get(func.attr)
             if rule is not None and m.call_rule(self.resolve(func) or "") is None:
                 self._add(rule, f"calls .{func.attr}()", node.lineno)
-                return
+                matched = True
         for kw in node.keywords:
-            value = kw.value.value if type(kw.value) is ast.Constant else None
-            if kw.arg is None or not isinstance(value, str):
+            if kw.arg is None:
                 continue
-            rule = m._keyword_rule(kw.arg, value)
+            rule = m._any_keywords.get(kw.arg)
             if rule is not None:
-                self._add(rule, f"passes {kw.arg}={value!r}", node.lineno)
-                return
-        if self.torch:
-            for arg in node.args:
-                value = arg.value if type(arg) is ast.Constant else None
-                if not isinstance(value, str):
-                    continue
-                rule = m._value_rule(m._string_args, value)
+                self._add(rule, f"passes {kw.arg}=...", node.lineno)
+                matched = True
+                continue
+            for value, origin in self._values(kw.value):
+                rule = m._keyword_rule(kw.arg, value)
                 if rule is not None:
-                    self._add(rule, f"passes {value!r}", node.lineno)
-                    return
+                    self._add(rule, f"passes {kw.arg}={value!r}{origin}", node.lineno)
+                    matched = True
+                    break
+        if self.torch and not matched:
+            for arg in node.args:
+                for value, origin in self._values(arg):
+                    rule = m._value_rule(m._string_args, value)
+                    if rule is not None:
+                        self._add(rule, f"passes {value!r}{origin}", node.lineno)
+                        return
+
+    def _values(self, node: ast.expr) -> list[tuple[str, str]]:
+        """The values an argument can hold: a constant (True becomes "True"), or the strings assigned to a
+        name in this file, each with where it came from."""
+        if type(node) is ast.Constant:
+            v = node.value
+            if isinstance(v, str):
+                return [(v, "")]
+            return [(str(v), "")] if isinstance(v, bool | int) else []
+        if type(node) is ast.Name:
+            return [(v, f" (held in `{node.id}`, line {line})") for v, line in self.bound.get(node.id, ())]
+        return []
 
     def _control_flow(self, node: ast.If | ast.While, calls: list[ast.Call]) -> None:
         rule = self.m._data_dependent

@@ -27,6 +27,7 @@ __all__ = [
     "Target",
     "TargetVerdict",
     "Verdict",
+    "WorkItemEffort",
 ]
 
 Target = Literal["inferentia2", "trainium1", "trainium2", "trainium3"]
@@ -101,6 +102,17 @@ class FallbackPlan:
 
 
 @dataclass(frozen=True)
+class WorkItemEffort:
+    """One named piece of porting work on one target: its weeks and the rules (findings) that size it."""
+
+    item: str  # "replace-parallel-layers", as in data/neuron/effort.yaml
+    title: str
+    weeks: float
+    rules: tuple[str, ...]  # the rules whose findings need this work ("task" for task-wide items)
+    reasoning: str
+
+
+@dataclass(frozen=True)
 class TargetVerdict:
     """The answer for one chip, with every reason that shaped it."""
 
@@ -114,6 +126,7 @@ class TargetVerdict:
     fallback: FallbackPlan
     effort_weeks: float
     effort_breakdown: tuple[tuple[str, float], ...]
+    work_items: tuple[WorkItemEffort, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,7 @@ class ScanReport:
     files_scanned: int = 0
     versions: Mapping[str, str] = field(default_factory=dict)
     status: Status = "ok"
+    task: str = "inference"  # inference | training: what the verdicts and the effort are for
 
     @property
     def failed(self) -> bool:
@@ -148,6 +162,7 @@ class ScanReport:
             "findings": [f.to_dict() for f in self.findings],
             "effort_weeks": self.effort_weeks,
             "status": self.status,
+            "task": self.task,
             "subject": self.subject,
             "kind": self.kind,
             "model_type": self.model_type,

@@ -17,6 +17,8 @@ from silica.errors import DataFileError, InputError, UnknownNameError
 __all__ = ["ModelSource", "bundled_model_ids", "load_registry_config", "resolve"]
 
 _FACTORY = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+# Layer counts as Hugging Face configs name them; a model with none is not a model (issue 15).
+_LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "encoder_layers", "decoder_layers")
 _FIX = "pass a registry model id (silica.models.list_models()), a config.json path, or FILE.py:FACTORY."
 
 
@@ -42,6 +44,14 @@ def _clean(raw: Any, where: str) -> dict[str, Any]:
         raise DataFileError(
             f"{where} has no model_type.", 'add "model_type" (e.g. "llama") as in a Hugging Face config.json.'
         )
+    for sub in (config, config.get("text_config")):
+        for key in _LAYER_KEYS:
+            value = sub.get(key) if isinstance(sub, dict) else None
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise DataFileError(
+                    f"{where} has {key}: {value!r}; a model needs at least one layer.",
+                    f"set {key} to the model's layer count (a whole number >= 1).",
+                )
     return config
 
 
@@ -90,6 +100,12 @@ def resolve(subject: str) -> ModelSource:
     if path.is_dir():
         return ModelSource("code", subject, path=path)
     if path.is_file():
+        if path.suffix == ".py":
+            raise InputError(
+                f"{subject} is a Python file, not a model config.",
+                f"pass {subject}:NAME, where NAME() returns (module, example_inputs), or the folder that "
+                "holds it to scan it as code.",
+            )
         return ModelSource("config", subject, _read_config(path), path=path)
     if subject.endswith((".json", ".py")) or "/" in subject:
         raise InputError(f"{subject} does not exist.", _FIX)

@@ -10,7 +10,13 @@ The rules, applied to each target (Inferentia2, Trainium1, Trainium2, Trainium3)
   software path for the architecture on the target (community or legacy code only, a closed beta, none).
 * ready — none of the above. Lifecycle caveats (maintenance mode, pinned SDKs) become notes.
 
-Effort is the path's base weeks plus the per-item weeks of `data/neuron/effort.yaml`, rounded up.
+Effort is the path's base weeks plus the per-item weeks of `data/neuron/effort.yaml`, rounded up. For a code
+scan the findings' weeks are grouped into the named work items of effort.yaml (replace parallel layers,
+change the launcher, remove CUDA-only kernels, port custom ops, validate numerics, ...): an item costs its
+base weeks once any finding needs it, plus the findings' weeks (each rule capped), the item capped.
+
+For the training task a rule marked for training only counts, Inferentia2 is blocked (an inference
+accelerator), and every target gets the loss-parity run of effort.yaml's `training` section.
 """
 
 from __future__ import annotations
@@ -18,11 +24,28 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from silica.scan.knowledge import ArchRow, Knowledge
-from silica.scan.report import TARGETS, FallbackPlan, Finding, OpUse, Target, TargetVerdict, Verdict
+from silica.scan.report import (
+    TARGETS,
+    FallbackPlan,
+    Finding,
+    OpUse,
+    Target,
+    TargetVerdict,
+    Verdict,
+    WorkItemEffort,
+)
 
-__all__ = ["PARTITIONER_THRESHOLD", "fallback_plan", "software_path", "verdicts"]
+__all__ = [
+    "PARTITIONER_THRESHOLD",
+    "fallback_plan",
+    "software_path",
+    "task_findings",
+    "verdicts",
+    "work_items",
+]
 
 # torch_neuronx.PartitionerConfig(model_support_percentage_threshold=0.5) is the default, per
 # aws-neuron/aws-neuron-sdk:frameworks/torch/torch-neuronx/api-reference-guide/inference/
@@ -132,11 +155,48 @@ def _finding_weeks(kb: Knowledge, findings: Iterable[Finding], target: str) -> l
     return [(f"finding {rule}", min(weeks, caps.get(rule, weeks))) for rule, weeks in sorted(by_rule.items())]
 
 
+def task_findings(kb: Knowledge, findings: Sequence[Finding], task: str) -> list[Finding]:
+    """Findings of rules that do not matter for the task become informational."""
+    off = {r.id for r in kb.code_rules if task not in r.tasks}
+    return [replace(f, impact=dict.fromkeys(f.impact, "info")) if f.rule in off else f for f in findings]
+
+
+def work_items(
+    kb: Knowledge, findings: Iterable[Finding], target: str, task: str
+) -> tuple[WorkItemEffort, ...]:
+    """The named work items on one target, each with its weeks and the rules that size it."""
+    items = kb.effort.work_items
+    rule_item = {r.id: r.work_item for r in kb.code_rules}
+    rule_item.setdefault("unscanned-source", "review-unscanned")
+    caps = {r.id: r.effort_cap_weeks for r in kb.code_rules}
+    weeks: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for f in findings:
+        item = rule_item.get(f.rule)
+        if item is not None and f.impact.get(target, "info") != "info":
+            weeks[item][f.rule] += f.effort_weeks
+    out = []
+    for name, spec in items.items():
+        extra = 0.0
+        rules = list(weeks.get(name, {}))
+        if task == "training" and name == "validate-numerics":
+            extra = kb.effort.training.validate_numerics_weeks
+            rules.append("task:training")
+        if not rules:
+            continue
+        found = sum(min(w, caps.get(rule, w)) for rule, w in weeks.get(name, {}).items())
+        base = spec.base_weeks if weeks.get(name) else 0.0
+        total = min(spec.cap_weeks, base + found) + extra
+        reasoning = spec.reasoning + (f"; training: {kb.effort.training.reasoning}" if extra else "")
+        out.append(WorkItemEffort(name, spec.title, round(total, 3), tuple(sorted(rules)), reasoning))
+    return tuple(out)
+
+
 def _one(
     kb: Knowledge,
     target: Target,
     *,
     kind: str,
+    task: str,
     model_type: str | None,
     is_llm: bool,
     ops: Sequence[OpUse],
@@ -182,7 +242,16 @@ def _one(
         breakdown.append(("graph breaks", plan.graph_breaks * rules.graph_break_weeks))
     blockers += _grouped([f for f in findings if f.impact.get(target) == "blocker"], with_message=True)
     work += _grouped([f for f in findings if f.impact.get(target) == "needs-work"], with_message=False)
-    breakdown.extend(_finding_weeks(kb, findings, target))
+    items: tuple[WorkItemEffort, ...] = ()
+    if task == "training" and target not in rules.training.targets:
+        blockers.insert(0, f"{target} does not train: {rules.training.targets_source.strip()}")
+    if kind == "code":
+        items = work_items(kb, findings, target, task)
+        breakdown.extend((f"work item {w.item}", w.weeks) for w in items)
+    else:
+        breakdown.extend(_finding_weeks(kb, findings, target))
+        if task == "training":
+            breakdown.append(("training: loss parity", rules.training.validate_numerics_weeks))
     verdict: Verdict = "blocked" if blockers else "needs-work" if work else "ready"
     total = _round_up(sum(w for _, w in breakdown), rules.round_to_weeks)
     return TargetVerdict(
@@ -196,6 +265,7 @@ def _one(
         fallback=plan,
         effort_weeks=total,
         effort_breakdown=tuple((k, round(w, 3)) for k, w in breakdown if w),
+        work_items=items,
     )
 
 
@@ -208,11 +278,23 @@ def verdicts(
     ops: Sequence[OpUse] = (),
     plan: FallbackPlan | None = None,
     findings: Sequence[Finding] = (),
+    task: str = "inference",
 ) -> tuple[dict[str, TargetVerdict], float]:
     """Verdicts for every target, and the overall effort: the cheapest target that is not blocked."""
     plan = plan or fallback_plan((), (), 0)
+    findings = task_findings(kb, findings, task)
     out: dict[str, TargetVerdict] = {
-        t: _one(kb, t, kind=kind, model_type=model_type, is_llm=is_llm, ops=ops, plan=plan, findings=findings)
+        t: _one(
+            kb,
+            t,
+            kind=kind,
+            task=task,
+            model_type=model_type,
+            is_llm=is_llm,
+            ops=ops,
+            plan=plan,
+            findings=findings,
+        )
         for t in TARGETS
     }
     open_ = [v.effort_weeks for v in out.values() if v.verdict != "blocked"]

@@ -1,0 +1,104 @@
+"""Score `scan_code` against the corpus of real repositories in tests/scan/corpus/ (issue 16).
+
+Each corpus entry holds `repo/` (a trimmed copy of a public repository, or a generated fixture where the
+licence forbids a copy) and `expected.yaml`, written by reading the code: the rules a Neuron engineer
+would flag in each file, the task, and the effort range they would give. A finding counts when its rule
+is flagged in that file with an impact other than "info" on some target; precision and recall are over
+(entry, file, rule) triples.
+
+    python -m tests.scan.corpus_eval      # prints the per-rule table and each entry's effort
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from silica.scan import ScanReport, scan_code
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    expected: dict[str, Any]
+    report: ScanReport
+
+    @property
+    def wanted(self) -> set[tuple[str, str]]:
+        return {(file, rule) for file, rules in self.expected["findings"].items() for rule in rules}
+
+    @property
+    def found(self) -> set[tuple[str, str]]:
+        return {
+            (f.file, f.rule)
+            for f in self.report.findings
+            if f.file is not None and any(i != "info" for i in f.impact.values())
+        }
+
+
+def entries() -> list[Entry]:
+    out = []
+    for folder in sorted(p for p in CORPUS.iterdir() if (p / "expected.yaml").is_file()):
+        expected = yaml.safe_load((folder / "expected.yaml").read_text(encoding="utf-8"))
+        report = scan_code(folder / "repo", task=expected["task"])
+        out.append(Entry(folder.name, expected, report))
+    return out
+
+
+def per_rule(items: list[Entry]) -> dict[str, tuple[int, int, int]]:
+    """rule -> (true positives, false positives, false negatives)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for e in items:
+        wanted, found = e.wanted, e.found
+        for _, rule in wanted & found:
+            counts[rule][0] += 1
+        for _, rule in found - wanted:
+            counts[rule][1] += 1
+        for _, rule in wanted - found:
+            counts[rule][2] += 1
+    return {r: (c[0], c[1], c[2]) for r, c in sorted(counts.items())}
+
+
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.0%}" if b else "-"
+
+
+def table(items: list[Entry]) -> str:
+    rows = [
+        "| rule | expected | found | TP | FP | FN | precision | recall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    total = [0, 0, 0]
+    for rule, (tp, fp, fn) in per_rule(items).items():
+        total = [total[0] + tp, total[1] + fp, total[2] + fn]
+        rows.append(
+            f"| {rule} | {tp + fn} | {tp + fp} | {tp} | {fp} | {fn} | {_ratio(tp, tp + fp)} | {_ratio(tp, tp + fn)} |"
+        )
+    tp, fp, fn = total
+    rows.append(
+        f"| **all** | {tp + fn} | {tp + fp} | {tp} | {fp} | {fn} | {_ratio(tp, tp + fp)} | {_ratio(tp, tp + fn)} |"
+    )
+    rows.append("")
+    rows.append("| repository | task | effort (weeks) | expected range | work items (cheapest open target) |")
+    rows.append("|---|---|---|---|---|")
+    for e in items:
+        low, high = e.expected["effort_weeks"]
+        v = min(
+            (t for t in e.report.target_verdicts.values() if t.verdict != "blocked"),
+            key=lambda t: t.effort_weeks,
+        )
+        work = ", ".join(f"{w.item} {w.weeks:g}" for w in v.work_items)
+        rows.append(
+            f"| {e.expected['repository']} | {e.expected['task']} | {e.report.effort_weeks:g} | {low:g}-{high:g} | {work} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table(entries()))
