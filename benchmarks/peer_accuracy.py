@@ -16,7 +16,8 @@ src/silica/data/benchmarks/ and the held-out ones. Each tool predicts every row 
   efficiencies, as a user would call it).
 
 It prints each tool's median and p90 absolute percentage error on the rows every tool predicts,
-and on each tool's own rows. A peer that is not installed is reported as such and left out.
+on each tool's own rows, and pairwise (Silica and each peer). A peer that is not installed is
+reported as such and left out.
 The peers are optional: install them in any environment that also has Silica's dependencies (a
 separate virtual environment works; run this script with its interpreter and PYTHONPATH=src).
 """
@@ -225,9 +226,17 @@ def main() -> int:
         own = [abs(v - rows[i].value) / abs(rows[i].value) for i, v in values.items()]
         shared = [abs(values[i] - rows[i].value) / abs(rows[i].value) for i in sorted(common)]
         print(f"{name:15s} on common rows: {_stats(shared)}; on its own rows: {_stats(own)}")
-    for i in sorted(common):
+    for name, values in predicted.items():
+        if name == "silica":
+            continue
+        pair = sorted(set(values) & set(predicted["silica"]))
+        for who in ("silica", name):
+            ape = [abs(predicted[who][i] - rows[i].value) / abs(rows[i].value) for i in pair]
+            print(f"  rows silica and {name} both predict, {who:15s}: {_stats(ape)}")
+    shown = common or set().union(*(set(v) for n, v in predicted.items() if n != "silica"))
+    for i in sorted(shown):
         r = rows[i]
-        cells = ", ".join(f"{n} {predicted[n][i]:.4g}" for n in predicted)
+        cells = ", ".join(f"{n} {predicted[n][i]:.4g}" for n in predicted if i in predicted[n])
         print(
             f"  {r.model} {r.chips}x{r.chip} tp{r.tp} b{r.batch} {r.input_len}/{r.output_len} {r.metric} "
             f"measured {r.value:g}: {cells}"

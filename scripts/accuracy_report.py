@@ -273,6 +273,16 @@ AT_BOUND = {
 }
 
 
+# Parameters whose bounds span orders of magnitude: near the floor means the data pushes to it.
+_SPANS = {
+    "attention_eff",
+    "collective_bw_eff",
+    "layer_overhead_us",
+    "collective_latency_us",
+    "compute_half_tokens",
+}
+
+
 def _parameter_section(cal: Calibration) -> list[str]:
     """Each fitted parameter's meaning, and a sentence for every one that rests on a bound."""
     from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES
@@ -282,7 +292,7 @@ def _parameter_section(cal: Calibration) -> list[str]:
     for name in PARAM_NAMES:
         lo, hi = PARAM_BOUNDS[name]
         lines.append(f"| `{name}` | {lo:g} - {hi:g} | {MEANING[name]} |")
-    pinned = []
+    pinned, near = [], []
     for family, p in sorted(cal.params.items()):
         for name in PARAM_NAMES:
             value, (lo, hi) = getattr(p, name), PARAM_BOUNDS[name]
@@ -291,7 +301,13 @@ def _parameter_section(cal: Calibration) -> list[str]:
                 bound = lo if side == "lower" else hi
                 why = AT_BOUND.get((name, side), "not identifiable from this family's rows")
                 pinned.append(f"- {family} `{name}` = {value:.4g} is at its {side} bound ({bound:g}): {why}.")
+            elif name in _SPANS and value <= lo * 2.5:  # near a floor of a wide range: as telling
+                why = AT_BOUND.get((name, "lower"), "not identifiable from this family's rows")
+                near.append(
+                    f"- {family} `{name}` = {value:.4g} is within 2.5x of its lower bound ({lo:g}): {why}."
+                )
     lines += ["", f"Parameters resting on a bound (within 2%): {len(pinned)}.", "", *pinned]
+    lines += ["", f"Parameters near a lower bound (within 2.5x): {len(near)}.", "", *near]
     return lines
 
 

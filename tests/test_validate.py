@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from silica.errors import DataFileError
 from silica.perf.calibration import Calibration, FamilyParams, load_calibration
 from silica.validate import read_benchmarks, validate
 from silica.validate.fit import fit_prepared
+from silica.validate.predict import predict_rows as validate_rows
 from silica.validate.predict import prepare
 from silica.validate.report import write_predictions
 
@@ -143,3 +145,24 @@ def test_the_shipped_calibration_records_how_it_was_made() -> None:
     assert set(cal.params) >= {"neuron-v2", "hopper", "ampere", "ada"}
     for family, params in cal.params.items():
         assert 0 < params.compute_eff_max <= 1 and 0 < params.memory_eff <= 1, family
+
+
+def test_tensor_parallel_decode_gets_faster_with_more_gpus() -> None:
+    """Batch-1 decode of a 70B FP8 model on H100: each doubling of tp cuts TPOT (weights split)."""
+    from silica.plan import estimate
+    from silica.workload import Deployment, InferenceWorkload
+
+    wl = InferenceWorkload(input_len=500, output_len=2000, batch=1, weight_dtype="fp8", compute_dtype="fp8")
+    tpot = [estimate("llama-3.1-70b", wl, Deployment("p5.48xlarge", tp=t)).tpot_ms for t in (1, 2, 4, 8)]
+    assert all(a is not None and b is not None and b < a for a, b in itertools.pairwise(tpot)), tpot
+
+
+def test_held_out_measurements_within_stated_tolerance() -> None:
+    """Rows never fitted on (NIM, Llama 3.3 70B fp8 TP2 on H100, batch 1): within 25% each, in band."""
+    from silica.validate.benchmarks import bundled_files
+
+    rows = [r for f in bundled_files(holdout=True) for r in read_benchmarks(f)]
+    report = validate_rows(rows)
+    for p in report:
+        assert p.ape is not None and p.ape <= 0.25, (p.row.metric, p.row.value, p.predicted)
+        assert p.low is not None and p.high is not None and p.low <= p.row.value <= p.high
