@@ -161,8 +161,11 @@ def register(app: typer.Typer) -> None:
         series: bool = typer.Option(False, "--series", help="Include time series in the JSON."),
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
+        from silica._files import check_output
         from silica.fleet import simulate_file, write_report
 
+        if html is not None:  # before the simulation: never over the fleet file
+            check_output(html, inputs=(fleet_file,), option="--html")
         sim = simulate_file(fleet_file, policy or None)
         if html is not None:
             write_report(sim, html)

@@ -11,7 +11,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from silica.errors import InputError
 from silica.fleet._svg import PALETTE, chart, fmt
 from silica.fleet.simulate import Simulation
 
@@ -283,9 +282,8 @@ def render_html(sim: Simulation, title: str | None = None) -> str:
 
 
 def write_report(sim: Simulation, path: Path, title: str | None = None) -> Path:
+    from silica._files import write_text
+
     path = Path(path)
-    try:
-        path.write_text(render_html(sim, title), encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"Cannot write {path}: {err.strerror}.", "choose a writable --html path.") from err
+    write_text(path, render_html(sim, title))  # atomic, unique temporary name beside `path`
     return path
