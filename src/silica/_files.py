@@ -86,7 +86,9 @@ def read_text(path: Path | str, what: str = "file", hint: str = "a UTF-8 text fi
             f"Cannot read {path}: {err.strerror or err}.", "check the path and permissions."
         ) from None
     if b"\x00" in data[:8192]:
-        raise DataFileError(f"{path} is a binary file, not a {what}.", f"give {hint}.")
+        raise DataFileError(
+            f"{path} is not UTF-8 text: it holds NUL bytes, as binary files do.", f"give {hint}."
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -142,9 +144,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_output(
-    out: Path | str, *, inputs: Iterable[Path | str | None] = (), option: str = "--out"
-) -> Path:
+def check_output(out: Path | str, *, inputs: Iterable[Path | str | None] = (), option: str = "--out") -> Path:
     """Refuse an output path that would destroy an input or cannot be written; before any work.
 
     Returns the path unchanged. Links are followed on both sides, so `--out link-to-input` is caught.
@@ -153,22 +153,27 @@ def check_output(
     for given in inputs:
         if given is not None and _same_file(out, Path(given)):
             raise InputError(
-                f"{option} {out} is also an input file; writing it would destroy that input.",
+                f"Cannot write {option} {out}: it is also an input file, which writing would destroy.",
                 f"give {option} a new file name.",
             )
     if out.is_dir():
-        raise InputError(f"{option} {out} is a directory.", f"give {option} a file name inside it.")
+        raise InputError(f"Cannot write {option} {out}: it is a directory.", f"give {option} a file name.")
     parent = out.resolve().parent
     if not parent.is_dir():
         raise InputError(
-            f"{option} {out}: the folder {parent} does not exist.", "create it first, or pick another path."
+            f"Cannot write {option} {out}: the folder {parent} does not exist.",
+            "create it first, or pick another path.",
         )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(
-            f"{option} {out}: the folder {parent} is not writable.", "pick a folder you can write to."
+            f"Cannot write {option} {out}: the folder {parent} is not writable.",
+            "pick a folder you can write to.",
         )
     if out.exists() and not os.access(out, os.W_OK):
-        raise InputError(f"{option} {out} exists and is read-only.", "pick another path or make it writable.")
+        raise InputError(
+            f"Cannot write {option} {out}: it exists and is read-only.",
+            "pick another path or make it writable.",
+        )
     return out
 
 
