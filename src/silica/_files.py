@@ -17,6 +17,7 @@ path fail; an output equal to an input replaced it). Here:
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import tempfile
@@ -28,9 +29,12 @@ from silica.errors import DataFileError, InputError
 
 __all__ = [
     "ENV_MAX_FILE_MB",
+    "ENV_MAX_ROWS",
     "MAX_NESTING",
     "atomic_open",
     "check_output",
+    "check_rows",
+    "csv_text",
     "max_file_bytes",
     "parse_json",
     "read_text",
@@ -40,6 +44,8 @@ __all__ = [
 ENV_MAX_FILE_MB = "SILICA_MAX_FILE_MB"
 DEFAULT_MAX_FILE_MB = 64  # largest input text file read whole; offer files are streamed, not read here
 MAX_NESTING = 64  # no Silica file nests deeper than a handful of levels; 64 is far beyond any real one
+ENV_MAX_ROWS = "SILICA_MAX_ROWS"
+DEFAULT_MAX_ROWS = 100_000  # measurement and price rows; the published benchmark set holds ~1,000
 
 
 def max_file_bytes() -> int:
@@ -97,7 +103,35 @@ def read_text(path: Path | str, what: str = "file", hint: str = "a UTF-8 text fi
         ) from None
 
 
-def parse_json(text: str, path: Path | str, what: str = "JSON file") -> Any:
+def csv_text(path: Path | str, what: str = "CSV file") -> io.StringIO:
+    """A user's CSV as a text stream for `csv.reader`, after the size, binary and UTF-8 checks."""
+    import csv
+
+    csv.field_size_limit(1_000_000)  # a cell of a MB is not a number or a name; the limit is enforced
+    return io.StringIO(read_text(path, what, f"a {what} saved as UTF-8"), newline="")
+
+
+def max_rows() -> int:
+    """The row limit for a user's CSV: `SILICA_MAX_ROWS`, else 100,000."""
+    raw = os.environ.get(ENV_MAX_ROWS, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ROWS
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(f"{ENV_MAX_ROWS}={raw!r} is not a row count.", f"set {ENV_MAX_ROWS} to e.g. 500000.")
+    return int(raw)
+
+
+def check_rows(path: Path | str, count: int) -> None:
+    """Call with the running row count; past the limit, one line naming it and how to raise it."""
+    limit = max_rows()
+    if count > limit:
+        raise DataFileError(
+            f"{path} has more than {limit:,} rows, the limit for one file.",
+            f"split it, or raise the limit with {ENV_MAX_ROWS}=<rows>.",
+        )
+
+
+def parse_json(text: str, path: Path | str, what: str = "a JSON file") -> Any:
     """`json.loads` that names the file and line, refuses NaN/Infinity and deep nesting in one line."""
 
     def refuse(name: str) -> Any:
@@ -107,7 +141,8 @@ def parse_json(text: str, path: Path | str, what: str = "JSON file") -> Any:
         value = json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as err:
         raise DataFileError(
-            f"{path}, line {err.lineno}: not valid JSON ({err.msg}).", f"give a {what}."
+            f"{path} is not JSON: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg}).",
+            f"pass {what}.",
         ) from None
     except RecursionError:
         raise _too_deep(path) from None

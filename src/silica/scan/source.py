@@ -67,12 +67,12 @@ def load_registry_config(name: str) -> dict[str, Any]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataFileError(
-            f"Cannot read {path} as JSON: {err}.", "pass a Hugging Face config.json."
-        ) from err
+    from silica._files import parse_json, read_text
+
+    # size, binary, UTF-8 and nesting limits: one line each (100,000-deep JSON was a RecursionError)
+    raw = parse_json(
+        read_text(path, "config.json", "a Hugging Face config.json"), path, "a Hugging Face config.json"
+    )
     return _clean(raw, str(path))
 
 

@@ -63,15 +63,18 @@ def _int(raw: dict[str, str], key: str, where: str) -> int | None:
 
 
 def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
+    from silica._files import check_rows, csv_text
+
     path = Path(path)
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
+    handle = csv_text(path, "measurements CSV")  # size limit, binary and non-UTF-8 files refused
     rows = []
     with handle:
         reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        try:
+            header = reader.fieldnames or []
+        except csv.Error as err:
+            raise DataFileError(f"{path} is not valid CSV: {err}.", "pass a CSV file.") from None
+        missing = [c for c in REQUIRED if c not in header]
         if missing:
             raise DataFileError(
                 f"{path} lacks the column(s) {', '.join(missing)}.",
@@ -79,6 +82,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
             )
         try:
             for line, raw in enumerate(reader, start=2):
+                check_rows(path, line - 1)
                 where = f"{path}:{line}"
                 try:
                     value = float(raw["value"])
