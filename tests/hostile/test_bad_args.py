@@ -11,7 +11,6 @@ import json
 import os
 
 import pytest
-
 from tests.hostile.conftest import BENCH, ROOT, SMALL_FLEET, Sandbox, assert_one_line_error
 
 E = ["estimate", "llama-3.1-8b", "--on", "p5.48xlarge"]
