@@ -216,6 +216,11 @@ def check_instance_types(path: Path, catalog: Catalog) -> list[InstanceCheck]:
                 f"{path}: no 'InstanceTypes' list; this is not `aws ec2 describe-instance-types` output.",
                 "run `aws ec2 describe-instance-types --instance-types p5.48xlarge trn2.48xlarge ... > types.json`.",
             )
+        if types and not any(isinstance(i, dict) and isinstance(i.get("InstanceType"), str) for i in types):
+            raise DataFileError(
+                f"{path}: 'InstanceTypes' holds no instance type entries (objects with an 'InstanceType').",
+                "pass `aws ec2 describe-instance-types ... --output json` as the AWS CLI wrote it.",
+            )
         for item in types:
             check = _check_one(item, catalog)
             if check is not None:

@@ -210,7 +210,7 @@ def register(app: typer.Typer) -> None:
             )
         overrides = parse_price_overrides(price) if price else None
         catalog = load_catalog(overrides=overrides)
-        names = [n.strip() for n in instances.split(",") if n.strip()] if instances else None
+        names = [n.strip() for n in instances.split(",") if n.strip()] if instances is not None else None
         plan = plan_fleet(
             load_fleet_file(fleet_file),
             instances=names,

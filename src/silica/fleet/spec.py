@@ -74,7 +74,7 @@ class InferenceSpec(_Spec):
 
 class PoolSpec(_Spec):
     instance: str
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=1_000_000)  # fleet.sizing.DEFAULT_MAX_INSTANCES: more is a typo
     purchase: Literal["reserved", "on_demand"] = "reserved"
     price_usd_per_hour: float | None = Field(default=None, gt=0)
     train: bool | None = None
@@ -131,7 +131,7 @@ class PlanSpec(_Spec):
     slo_attainment: float = Field(default=0.99, gt=0, le=1)
     purchases: list[Literal["reserved", "on_demand"]] = ["reserved", "on_demand"]
     policy: PolicyField = "day_night"
-    max_instances: int | None = Field(default=None, ge=1)
+    max_instances: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class SweepSpec(_Spec):

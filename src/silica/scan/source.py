@@ -78,6 +78,8 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 def resolve(subject: str) -> ModelSource:
     """Decide what `subject` names. Bad paths and unknown ids raise `InputError` subclasses."""
+    if not subject.strip():  # Path("") is the current folder: never scan it by accident
+        raise InputError("The scan subject is empty.", "pass a MODEL_ID, a config.json, FILE.py:NAME or a DIR.")
     m = _FACTORY.match(subject)
     if m:
         path = Path(m["path"])

@@ -12,10 +12,12 @@ number of times before it is reported.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -38,6 +40,7 @@ __all__ = ["ENV_URL", "Store", "StoreError", "StoredRecord", "data_dir", "databa
 ENV_URL = "SILICA_DB_URL"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MAX_KIND, MAX_NAME = 64, 512
+MAX_ID = 2**63 - 1  # SQLite INTEGER and PostgreSQL BIGINT
 BUSY_TIMEOUT_S = 30.0  # how long one SQLite statement waits for another process's write lock
 WRITE_ATTEMPTS = 5  # bounded retry of a whole write transaction that still found the database locked
 MIGRATION_LOCK_TIMEOUT_S = 120.0  # the file lock held while the schema is created (seconds, SQLite)
@@ -175,7 +178,11 @@ class Store:
             return
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.sqlite_file) + ".lock", timeout=MIGRATION_LOCK_TIMEOUT_S)
+        # The lock lives in the temporary folder, keyed by the database's real path: nothing appears
+        # beside the user's file, and every process that opens the same file takes the same lock.
+        key = hashlib.sha256(str(self.sqlite_file.resolve()).encode()).hexdigest()[:24]
+        lock_path = Path(tempfile.gettempdir()) / f"silica-store-{key}.lock"
+        lock = FileLock(str(lock_path), timeout=MIGRATION_LOCK_TIMEOUT_S)
         try:
             with lock:
                 yield
@@ -222,14 +229,18 @@ class Store:
 
     def history(self, kind: str | None = None, limit: int = 50) -> list[StoredRecord]:
         """The latest records, newest first, optionally of one kind."""
-        if limit < 1:
-            raise InputError(f"limit must be at least 1, got {limit}.", "pass --limit 1 or more.")
+        if not 1 <= limit <= MAX_ID:
+            raise InputError(f"limit must be 1 to {MAX_ID}, got {limit}.", "pass --limit 1 or more.")
+        if kind is not None and not kind.strip():
+            raise InputError("The record kind is empty.", "pass --kind with a kind, or leave it out.")
         query = select(RecordRow).order_by(RecordRow.created_at.desc(), RecordRow.id.desc()).limit(limit)
         if kind is not None:
             query = query.where(RecordRow.kind == kind)
         return self._read(query)
 
     def get(self, record_id: int) -> StoredRecord:
+        if not 1 <= record_id <= MAX_ID:
+            raise InputError(f"Record id {record_id} is out of range.", f"pass an id from 1 to {MAX_ID}.")
         found = self._read(select(RecordRow).where(RecordRow.id == record_id))
         if not found:
             raise InputError(f"No record {record_id} in {self.display_url}.", "see `silica history`.")
