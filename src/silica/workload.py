@@ -44,7 +44,8 @@ def _positive(name: str, value: float | None, flag: str, limit: float | None = N
             f"{name} must be a finite positive number, got {value}.", f"pass {flag} with a value above 0."
         )
     if value is not None and limit is not None and value > limit:
-        raise InputError(f"{name} {value:g} is over the limit of {limit:,.0f}.", LIMITS_FIX[flag])
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+        raise InputError(f"{name} {shown} is over the limit of {limit:,.0f}.", LIMITS_FIX[flag])
 
 
 # Upper bounds on what a user can ask for. Each is far above any real workload or fleet, so reaching

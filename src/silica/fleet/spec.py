@@ -222,6 +222,11 @@ def load_fleet_file(path: Path) -> FleetFile:
     data = doc.value
     if not isinstance(data, dict):
         raise DataFileError(f"{path}: expected a mapping of fleet settings.", "see examples/fleet.yaml.")
+    if "workloads" in data and "pools" not in data:
+        raise DataFileError(
+            f"{path} looks like an inventory (it has workloads:), not a fleet file.",
+            "run `silica advise` on an inventory; a fleet file has pools: (see examples/fleet.yaml).",
+        )
     lines: dict[tuple[str | int, ...], int] = dict(doc.lines)
     try:
         spec = FleetSpec.model_validate(data)

@@ -79,7 +79,9 @@ def _read_config(path: Path) -> dict[str, Any]:
 def resolve(subject: str) -> ModelSource:
     """Decide what `subject` names. Bad paths and unknown ids raise `InputError` subclasses."""
     if not subject.strip():  # Path("") is the current folder: never scan it by accident
-        raise InputError("The scan subject is empty.", "pass a MODEL_ID, a config.json, FILE.py:NAME or a DIR.")
+        raise InputError(
+            "The scan subject is empty.", "pass a MODEL_ID, a config.json, FILE.py:NAME or a DIR."
+        )
     m = _FACTORY.match(subject)
     if m:
         path = Path(m["path"])
@@ -91,6 +93,11 @@ def resolve(subject: str) -> ModelSource:
     path = Path(subject)
     if path.is_dir():
         return ModelSource("code", subject, path=path)
+    if path.is_file() and path.suffix == ".py":
+        raise InputError(
+            f"{subject} is a Python file, but which model in it should be scanned?",
+            f"pass {subject}:NAME, NAME being an nn.Module class or a function that returns one.",
+        )
     if path.is_file():
         return ModelSource("config", subject, _read_config(path), path=path)
     if subject.endswith((".json", ".py")) or "/" in subject:
