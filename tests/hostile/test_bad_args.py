@@ -371,8 +371,7 @@ INV_HEAD = "workloads:\n"
 for cid, body in {
     "workloads-number": "workloads: 5\n",
     "workloads-empty": "workloads: []\n",
-    "20000-workloads": INV_HEAD
-    + "".join(f"  - {{name: w{i}, model: llama-3.1-8b}}\n" for i in range(20_000)),
+    "1001-workloads": INV_HEAD + "".join(f"  - {{name: w{i}, model: llama-3.1-8b}}\n" for i in range(1_001)),
     "top-level-list": "- 1\n- 2\n",
     "unknown-key": "workloadz: []\n",
 }.items():

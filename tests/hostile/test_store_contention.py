@@ -133,23 +133,25 @@ def test_16_writers_x_10_transactions_x_2000_records_all_commit(tmp_path: Path) 
     assert (total, batches) == (WRITERS * TRANSACTIONS * RECORDS, WRITERS * TRANSACTIONS)
 
 
-def _endless_writer(url: str, ready: Any) -> None:
+def _endless_writer(url: str, committed: Any) -> None:
     s = Store(url)
     s.record("killed", "first", {"n": 0})
-    ready.set()
     n = 0
     while True:  # big batches, until the parent kills the process with SIGKILL mid-transaction
         n += 1
         s.record_many([("killed", f"batch-{n}-{r}", {"r": r}) for r in range(RECORDS)])
+        committed.value = n
 
 
 def test_kill_9_mid_write_leaves_only_whole_batches(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'killed.db'}"
-    ready = FORK.Event()
-    child = FORK.Process(target=_endless_writer, args=(url, ready))
+    committed = FORK.Value("i", 0)
+    child = FORK.Process(target=_endless_writer, args=(url, committed))
     child.start()
-    assert ready.wait(60)
-    time.sleep(0.7)  # several batches in, one of them open
+    deadline = time.monotonic() + 120
+    while committed.value < 2 and time.monotonic() < deadline:  # some batches in, the next one open
+        time.sleep(0.01)
+    time.sleep(0.03)
     assert child.pid is not None
     os.kill(child.pid, signal.SIGKILL)
     child.join()
