@@ -59,13 +59,6 @@ def register(app: typer.Typer) -> None:
         rows = [row for f in files for row in read_benchmarks(f)]
         command = "silica calibrate " + " ".join(str(f) for f in files) + f" --out {out}"
         result = fit_calibration(rows, command=command)
-        if not result.fitted_rows:
-            from silica.errors import InputError
-
-            raise InputError(
-                f"No chip family could be fitted from the {len(rows)} rows given; nothing was written.",
-                "give measurements of catalog chips (see `silica validate FILE` for why rows are skipped).",
-            )
         write_text(out, json.dumps(calibration_to_json(result), indent=2) + "\n")
         sys.stdout.write(
             f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; wrote {out}\n"
