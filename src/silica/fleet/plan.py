@@ -296,7 +296,9 @@ def plan_fleet(
     DEFAULT_MAX_INSTANCES, 1,000,000); a goal that needs more is an InfeasibleError saying so.
     """
     if instances is not None and not list(instances):
-        raise InputError("--instances names no instance type.", "e.g. --instances trn1.32xlarge,p4d.24xlarge.")
+        raise InputError(
+            "--instances names no instance type.", "e.g. --instances trn1.32xlarge,p4d.24xlarge."
+        )
     spec = ff.spec.plan
     catalog = catalog or load_catalog()
     names = list(instances or (spec.instances if spec and spec.instances else DEFAULT_CANDIDATES))

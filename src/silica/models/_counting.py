@@ -139,7 +139,13 @@ def geometry(c: ConfigReader) -> Geometry:
 
 # Far above any published model (the largest have ~200 layers, d 25,600, 256 heads, 256k vocab, 10M
 # context), low enough that a typo (1e12 layers) is caught before it becomes a trillion-layer estimate.
-MAX_SHAPE = {"n_layers": 10_000, "d": 1_000_000, "n_heads": 65_536, "vocab": 100_000_000, "max_positions": 10**9}
+MAX_SHAPE = {
+    "n_layers": 10_000,
+    "d": 1_000_000,
+    "n_heads": 65_536,
+    "vocab": 100_000_000,
+    "max_positions": 10**9,
+}
 
 
 def _check_shape(c: ConfigReader, g: Geometry, head_dim_given: bool) -> None:

@@ -195,7 +195,9 @@ def build_report(
         raise InputError("--target-utilisation must be in (0, 1].", "for example 0.8.")
     for flag, slo in (("--ttft-slo-ms", ttft_slo_ms), ("--tpot-slo-ms", tpot_slo_ms)):
         if slo is not None and not (slo > 0 and math.isfinite(slo)):
-            raise InputError(f"{flag} must be a positive number of milliseconds, got {slo}.", f"e.g. {flag} 50.")
+            raise InputError(
+                f"{flag} must be a positive number of milliseconds, got {slo}.", f"e.g. {flag} 50."
+            )
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise InputError(
