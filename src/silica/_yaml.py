@@ -3,6 +3,13 @@
 `yaml.safe_load` throws the marks away. Here the file is composed into nodes with the safe loader
 (no arbitrary Python objects), converted to plain values by hand, and the 1-based line of every mapping
 key and sequence item is kept in a table keyed by its path, e.g. ("workloads", 2, "load").
+
+Hostile files meet limits, each a one-line error (silica._files reads the text: size limit, binary and
+non-UTF-8 files refused). The parser's event stream is walked first, without recursion, so nesting
+deeper than `MAX_NESTING` and more than `MAX_ALIASES` aliases are refused before PyYAML's recursive
+composer could hit Python's recursion limit. While converting, every value produced again through an
+alias counts against `MAX_ALIAS_VALUES`: nine levels of nine aliases (the "billion laughs" bomb) would
+otherwise expand to 9^9 values and gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ import yaml
 
 from silica.errors import DataFileError
 
-__all__ = ["Located", "load_located"]
+__all__ = ["MAX_ALIASES", "MAX_ALIAS_VALUES", "Located", "load_located"]
+
+MAX_ALIASES = 100  # a hand-written file reuses an anchor a few times; a bomb needs many
+MAX_ALIAS_VALUES = 10_000  # values produced through aliases, nested expansions included
 
 Path_ = tuple[str | int, ...]
 
@@ -45,18 +55,11 @@ class Located:
 
 def load_located(path: Path) -> Located:
     """Parse `path` (YAML) into plain values plus a line table; a syntax error names its line."""
+    from silica._files import read_text
+
+    text = read_text(path, "YAML file", "a YAML text file saved as UTF-8")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
-        ) from err
-    except UnicodeDecodeError as err:
-        raise DataFileError(
-            f"{path} is not UTF-8 text (byte {err.start}: {err.reason}).",
-            "give a YAML text file saved as UTF-8.",
-        ) from None
-    try:
+        _check_shape(text, path)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
@@ -68,21 +71,76 @@ def load_located(path: Path) -> Located:
         raise DataFileError(
             f"{path} is not a YAML text file ({_first_line(err)}).", "give a YAML text file saved as UTF-8."
         ) from None
+    except RecursionError:  # below MAX_NESTING this cannot happen; kept as the last line of defence
+        raise _too_deep(path, 1) from None
     lines: dict[Path_, int] = {}
     if node is None:
         return Located(path, None, lines)
     lines[()] = node.start_mark.line + 1
     constructor = yaml.SafeLoader(text)  # constructs scalars with YAML 1.1 rules (ints, floats, bools)
     try:
-        value = _convert(node, (), lines, constructor, path)
+        value = _convert(node, (), lines, constructor, path, _Budget())
     finally:
         constructor.dispose()
     return Located(path, value, lines)
 
 
+def _check_shape(text: str, path: Path) -> None:
+    """Refuse deep nesting and many aliases from the event stream (iterative: no recursion)."""
+    from silica._files import MAX_NESTING
+
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _too_deep(path, event.start_mark.line + 1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise DataFileError(
+                    f"{path}, line {event.start_mark.line + 1}: more than {MAX_ALIASES} YAML aliases (*name).",
+                    "write the repeated values out; no Silica file needs that many aliases.",
+                )
+
+
+def _too_deep(path: Path, line: int) -> DataFileError:
+    from silica._files import MAX_NESTING
+
+    return DataFileError(
+        f"{path}, line {line}: nested deeper than {MAX_NESTING} levels.",
+        "no Silica file nests that deep; check that this is the file you meant.",
+    )
+
+
+@dataclass
+class _Budget:
+    """Nodes already converted, and how many values have been produced again through aliases."""
+
+    seen: set[int] = field(default_factory=set)
+    repeated: int = 0
+
+
 def _convert(
-    node: yaml.Node, where: Path_, lines: dict[Path_, int], loader: yaml.SafeLoader, path: Path
+    node: yaml.Node,
+    where: Path_,
+    lines: dict[Path_, int],
+    loader: yaml.SafeLoader,
+    path: Path,
+    budget: _Budget,
 ) -> Any:
+    if id(node) in budget.seen:  # reached again: an alias (or an alias inside an alias)
+        budget.repeated += 1
+        if budget.repeated > MAX_ALIAS_VALUES:
+            raise DataFileError(
+                f"{path}, line {node.start_mark.line + 1}: YAML aliases expand to more than "
+                f"{MAX_ALIAS_VALUES:,} values.",
+                "write the repeated values out; an alias of an alias of an alias is a YAML bomb.",
+            )
+    else:
+        budget.seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -100,14 +158,14 @@ def _convert(
                     "keep one of them.",
                 )
             lines[here] = key_node.start_mark.line + 1
-            out[str(key)] = _convert(value_node, here, lines, loader, path)
+            out[str(key)] = _convert(value_node, here, lines, loader, path, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
         items = []
         for i, item in enumerate(node.value):
             here = (*where, i)
             lines[here] = item.start_mark.line + 1
-            items.append(_convert(item, here, lines, loader, path))
+            items.append(_convert(item, here, lines, loader, path, budget))
         return items
     return _scalar(node, loader, path)
 

@@ -16,6 +16,7 @@ config.toml:
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,10 @@ def _read(path: Path) -> dict[str, str]:
         raise DataFileError(f"{path} is not UTF-8 text.", "write config.toml as plain text.") from None
     except tomllib.TOMLDecodeError as err:
         raise DataFileError(f"{path} is not valid TOML: {err}.", "fix the syntax there.") from None
+    except RecursionError:
+        raise DataFileError(
+            f"{path} nests too deeply to be a config file.", "keep only the settings in it."
+        ) from None
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
         raise DataFileError(
@@ -103,9 +108,18 @@ def _read(path: Path) -> dict[str, str]:
     return {k: v.strip() for k, v in data.items()}
 
 
+_AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")  # us-east-1, us-gov-west-1, ap-southeast-5
+
+
 def _check(settings: Settings) -> None:
     from silica.catalog.schema import PURCHASE_OPTIONS
 
+    region = settings.region
+    if region.value is not None and not _AWS_REGION.fullmatch(region.value):
+        raise InputError(
+            f"region {region.value!r} (from {region.origin}) is not an AWS region id.",
+            "write it as AWS does, e.g. us-east-1 or eu-west-2.",
+        )
     option = settings.price_option
     if option.value is not None and option.value not in PURCHASE_OPTIONS:
         raise InputError(

@@ -34,11 +34,40 @@ def check_dtype(value: str, what: str) -> Dtype:
     return value
 
 
-def _positive(name: str, value: float | None, flag: str) -> None:
+_WIDTH = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "fp4": 4, "int4": 4}  # bits
+
+
+def _positive(name: str, value: float | None, flag: str, limit: float | None = None) -> None:
     if value is not None and not (value > 0 and math.isfinite(value)):
         raise InputError(
             f"{name} must be a finite positive number, got {value}.", f"pass {flag} with a value above 0."
         )
+    if value is not None and limit is not None and value > limit:
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+        raise InputError(f"{name} {shown} is over the limit of {limit:,.0f}.", LIMITS_FIX[flag])
+
+
+# Upper bounds on what a user can ask for. Each is far above any real workload or fleet, so reaching
+# one means a typo (an extra digit, 1e308); without them such values ran into overflow, pp of 10^11
+# for a 32-layer model, or "no configuration meets the SLOs" when no SLO was given.
+MAX_TOKENS = 100_000_000  # per request: 10x the longest published context (Llama 4 Scout, 10M)
+MAX_BATCH = 1_000_000  # concurrent sequences on one deployment
+MAX_RATE = 1e9  # requests/s: three orders above the largest public API's reported traffic
+MAX_TOKENS_PER_MONTH = 1e18
+MAX_INSTANCES = 100_000  # instances in one deployment (the largest GPU clusters are ~10^5 chips)
+MAX_PARALLEL = 65_536  # tp or pp degree
+LIMITS_FIX = {
+    "--input-len": "no model reads that many tokens; check the number.",
+    "--output-len": "no model writes that many tokens; check the number.",
+    "--seq-len": "no model has a context that long; check the number.",
+    "--batch": "no deployment holds that many sequences; check the number.",
+    "--rate": "no service sees that load; give the requests per second you expect.",
+    "--tokens-per-month": "no service sees that load; give the tokens per month you expect.",
+    "INSTANCExCOUNT": f"plan at most {MAX_INSTANCES:,} instances (e.g. --on p5.48xlargex16).",
+    "--tp": "tp is a tensor-parallel degree: at most the chips (NeuronCores) you deploy.",
+    "--pp": "pp is the number of pipeline stages: at most the model's layers.",
+    "--ep": "ep is the expert-parallel degree: at most the model's experts.",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +93,19 @@ class InferenceWorkload:
     task: Literal["inference"] = field(default="inference", init=False)
 
     def __post_init__(self) -> None:
-        _positive("Input length", self.input_len, "--input-len")
+        _positive("Input length", self.input_len, "--input-len", MAX_TOKENS)
         if self.output_len < 0:
             raise InputError(
                 f"Output length must be 0 or more, got {self.output_len}.", "pass --output-len >= 0."
             )
-        _positive("Batch", self.batch, "--batch")
+        if self.output_len > MAX_TOKENS:
+            _positive("Output length", self.output_len, "--output-len", MAX_TOKENS)
+        _positive("Sequence length", self.seq_len, "--seq-len", MAX_TOKENS)
+        _positive("Batch", self.batch, "--batch", MAX_BATCH)
         _positive("The TTFT SLO", self.ttft_slo_ms, "--ttft-slo-ms")
         _positive("The TPOT SLO", self.tpot_slo_ms, "--tpot-slo-ms")
-        _positive("The request rate", self.rate_req_per_s, "--rate")
-        _positive("Tokens per month", self.tokens_per_month, "--tokens-per-month")
+        _positive("The request rate", self.rate_req_per_s, "--rate", MAX_RATE)
+        _positive("Tokens per month", self.tokens_per_month, "--tokens-per-month", MAX_TOKENS_PER_MONTH)
         if self.rate_req_per_s is not None and self.tokens_per_month is not None:
             implied = self.rate_req_per_s * self.output_len * SECONDS_PER_MONTH
             if abs(implied - self.tokens_per_month) > 0.05 * self.tokens_per_month:
@@ -84,6 +116,15 @@ class InferenceWorkload:
                 )
         check_dtype(self.weight_dtype, "weight dtype")
         check_dtype(self.compute_dtype, "compute dtype")
+        if _WIDTH.get(self.weight_dtype, 0) > _WIDTH.get(self.compute_dtype, 0):
+            # Weight-only quantisation stores weights narrower than the matmuls; wider weights would be
+            # cast down at load (an fp32 checkpoint served in bf16 takes 2 B/param), so asking for
+            # them is a contradiction, and it was printed as "fp32 (2 B/param)". Refused, not guessed.
+            raise InputError(
+                f"Weight dtype {self.weight_dtype} is wider than the compute dtype {self.compute_dtype}.",
+                f"for {self.weight_dtype} weights pass --dtype {self.weight_dtype}; --weight-dtype is for "
+                "narrower weights (int8, fp8, fp4).",
+            )
         if self.seq_len is not None and self.seq_len < self.input_len + self.output_len:
             raise InputError(
                 f"seq_len {self.seq_len} is shorter than input + output ({self.input_len + self.output_len}).",
@@ -117,10 +158,10 @@ class TrainingWorkload:
     task: Literal["training"] = field(default="training", init=False)
 
     def __post_init__(self) -> None:
-        _positive("Sequence length", self.seq_len, "--seq-len")
+        _positive("Sequence length", self.seq_len, "--seq-len", MAX_TOKENS)
         _positive("Tokens", self.tokens, "--tokens")
-        _positive("Global batch", self.global_batch, "--global-batch")
-        _positive("Micro batch", self.micro_batch, "--micro-batch")
+        _positive("Global batch", self.global_batch, "--global-batch", MAX_BATCH)
+        _positive("Micro batch", self.micro_batch, "--micro-batch", MAX_BATCH)
         _positive("The deadline", self.deadline_days, "--deadline-days")
         check_dtype(self.compute_dtype, "compute dtype")
         if self.zero_stage not in (0, 1, 2, 3):
@@ -148,7 +189,40 @@ class Deployment:
     ep: int = 1
 
     def __post_init__(self) -> None:
-        _positive("Instance count", self.count, "INSTANCExCOUNT")
-        _positive("tp", self.tp, "--tp")
-        _positive("pp", self.pp, "--pp")
-        _positive("ep", self.ep, "--ep")
+        _positive("Instance count", self.count, "INSTANCExCOUNT", MAX_INSTANCES)
+        _positive("tp", self.tp, "--tp", MAX_PARALLEL)
+        _positive("pp", self.pp, "--pp", MAX_PARALLEL)
+        _positive("ep", self.ep, "--ep", MAX_PARALLEL)
+
+    def check_fits(
+        self, model_id: str, n_layers: int, n_heads: int, n_kv_heads: int, *, chained: bool = False
+    ) -> None:
+        """Refuse a layout the model cannot take: more pipeline stages than layers, a tp that splits heads.
+
+        Tensor parallelism shards attention by heads (Megatron-LM, Shoeybi et al. 2019, sec. 3): vLLM,
+        TensorRT-LLM and NxD Inference all require tp to divide the query heads, and KV heads either
+        divisible by tp or replicated (tp a multiple of the KV heads).
+        """
+        if self.pp is not None and self.pp > n_layers:
+            raise InputError(
+                f"pp {self.pp} is more pipeline stages than {model_id}'s {n_layers} layers.",
+                f"pass --pp {n_layers} or fewer.",
+            )
+        if chained and self.pp is None and self.count > n_layers:  # serving chains instances as stages
+            raise InputError(
+                f"{self.count} instances would be {self.count} pipeline stages, more than "
+                f"{model_id}'s {n_layers} layers.",
+                f"deploy at most {n_layers} instances per replica (e.g. INSTANCEx{min(n_layers, 8)}); "
+                "for more throughput, run replicas side by side.",
+            )
+        if self.tp is not None and self.tp > 1:
+            if n_heads % self.tp:
+                raise InputError(
+                    f"tp {self.tp} does not divide {model_id}'s {n_heads} attention heads.",
+                    "pass a --tp that divides the heads (e.g. 1, 2, 4, 8).",
+                )
+            if n_kv_heads % self.tp and self.tp % n_kv_heads:
+                raise InputError(
+                    f"tp {self.tp} neither divides nor is a multiple of {model_id}'s {n_kv_heads} KV heads.",
+                    "pass a --tp that divides the KV heads or is a multiple of them.",
+                )

@@ -143,7 +143,7 @@ def test_empty_and_non_mapping_files(write_inventory: Callable[[str], Path]) -> 
     ("content", "phrase"),
     [
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "is not UTF-8 text"),
-        (b"workloads:\n  - name: \x00x\n", "is not a YAML text file"),
+        (b"workloads:\n  - name: \x00x\n", "is not UTF-8 text: it holds NUL bytes"),
         (b"workloads: !!python/object:os.system x\n", "line 1: cannot read this value"),
         (b"team: {engineer_usd_per_week: !!int abc}\n", "line 1: cannot read this value"),
     ],

@@ -109,7 +109,7 @@ def test_named_policy_keeps_the_files_knobs(small_fleet: Callable[..., Path]) ->
             "field 'inference.model': Unknown model 'llama-3.1-9b'",
         ),
         ("policy: [static, day_night]", "policy: [static, night_day]", "field 'policy"),
-        ("hours: 48", "hours: [48", "line 3: expected ',' or ']'"),
+        ("hours: 48", "hours: [48", "line 3: not valid YAML (expected ',' or ']'"),
     ],
 )
 def test_bad_fleet_files_fail_in_one_line(

@@ -47,7 +47,7 @@ def test_a_binary_trace_is_a_data_file_error(small_fleet: Callable[..., Path], t
 def test_a_binary_fleet_file_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "fleet.yaml"
     path.write_bytes(BINARY)
-    one_line_error(invoke("simulate", str(path)), "fleet.yaml: not a UTF-8 text file")
+    one_line_error(invoke("simulate", str(path)), "fleet.yaml is not UTF-8 text")
 
 
 @pytest.mark.parametrize(

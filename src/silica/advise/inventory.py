@@ -31,6 +31,7 @@ from silica.workload import InferenceWorkload, TrainingWorkload
 __all__ = ["Constraints", "Current", "Inventory", "WorkloadSpec", "load_inventory"]
 
 Task = Literal["inference", "training"]
+MAX_WORKLOADS = 1_000  # each workload is a full planner search; a team's inventory has tens
 
 
 class _Strict(BaseModel):
@@ -152,6 +153,19 @@ def load_inventory(path: str | Path) -> Inventory:
     doc = load_located(Path(path))
     if not isinstance(doc.value, dict):
         raise doc.error((), "an inventory is a mapping with a `workloads:` list.", _EXAMPLE)
+    if "pools" in doc.value and "workloads" not in doc.value:
+        raise doc.error(
+            (),
+            "this looks like a fleet file (it has pools:), not an inventory.",
+            "run `silica fleet simulate` on it.",
+        )
+    workloads = doc.value.get("workloads")
+    if isinstance(workloads, list) and len(workloads) > MAX_WORKLOADS:
+        raise doc.error(
+            ("workloads",),
+            f"{len(workloads):,} workloads, over the limit of {MAX_WORKLOADS:,} for one inventory.",
+            "split it into several inventories (each is advised in seconds, not hours).",
+        )
     top = _validate(doc, (), doc.value, _Inventory)
     catalog = _catalog(doc, top.pricing)
     names: dict[str, int] = {}

@@ -66,15 +66,30 @@ def detect_price_format(path: Path) -> PriceFormat:
 
 def import_prices(path: Path, known: Collection[str] | None = None) -> tuple[PriceFormat, list[Price]]:
     """Prices from any of the three formats, with the format found."""
+    from silica._files import MAX_NESTING, check_size
     from silica.catalog.prices import import_offer_file
 
     path = Path(path)
+    if path.is_dir():
+        raise DataFileError(f"{path} is a directory, not a price file.", "pass a JSON or CSV price file.")
     fmt = detect_price_format(path)
-    if fmt == "offer":
-        return fmt, import_offer_file(path, known)
-    if fmt == "get-products":
-        return fmt, import_get_products(path, known)
-    return fmt, import_skypilot_csv(path, known)
+    if fmt != "offer":  # an offer file is streamed; the other two are read whole
+        check_size(path, "price file")
+    try:
+        if fmt == "offer":
+            return fmt, import_offer_file(path, known)
+        if fmt == "get-products":
+            return fmt, import_get_products(path, known)
+        return fmt, import_skypilot_csv(path, known)
+    except RecursionError:
+        raise DataFileError(
+            f"{path}: JSON nested deeper than any price file ({MAX_NESTING}+ levels).",
+            "pass the offer file or the AWS CLI's output as it is.",
+        ) from None
+    except UnicodeDecodeError as err:
+        raise DataFileError(
+            f"{path} is not UTF-8 text (byte {err.start}: {err.reason}).", "pass the file as AWS wrote it."
+        ) from None
 
 
 def import_get_products(path: Path, known: Collection[str] | None = None) -> list[Price]:
@@ -200,6 +215,11 @@ def check_instance_types(path: Path, catalog: Catalog) -> list[InstanceCheck]:
             raise DataFileError(
                 f"{path}: no 'InstanceTypes' list; this is not `aws ec2 describe-instance-types` output.",
                 "run `aws ec2 describe-instance-types --instance-types p5.48xlarge trn2.48xlarge ... > types.json`.",
+            )
+        if types and not any(isinstance(i, dict) and isinstance(i.get("InstanceType"), str) for i in types):
+            raise DataFileError(
+                f"{path}: 'InstanceTypes' holds no instance type entries (objects with an 'InstanceType').",
+                "pass `aws ec2 describe-instance-types ... --output json` as the AWS CLI wrote it.",
             )
         for item in types:
             check = _check_one(item, catalog)

@@ -33,20 +33,20 @@ PriceKey = tuple[str, str, str]
 
 def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
     """Every row of `path` validated into `model`, with the line it started on (for later errors)."""
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
-        ) from err
-    with handle:
+    from silica._files import check_rows, csv_text
+
+    with csv_text(path, "CSV file") as handle:  # size limit, binary and non-UTF-8 files refused
         reader = csv.DictReader(handle)
-        _check_header(path, reader.fieldnames, model)
-        rows: list[tuple[int, M]] = []
-        line = reader.line_num + 1
-        for raw in reader:
-            rows.append((line, _validate(path, line, raw, model)))
+        try:
+            _check_header(path, reader.fieldnames, model)
+            rows: list[tuple[int, M]] = []
             line = reader.line_num + 1
+            for raw in reader:
+                rows.append((line, _validate(path, line, raw, model)))
+                check_rows(path, len(rows))
+                line = reader.line_num + 1
+        except csv.Error as err:
+            raise DataFileError(f"{path}, line {reader.line_num}: not valid CSV ({err}).", None) from None
     return rows
 
 
@@ -164,20 +164,9 @@ def _user_prices(path: Path, instances: Mapping[str, Instance]) -> list[Price]:
 
 
 def _yaml_prices(path: Path, instances: Mapping[str, Instance]) -> list[Price]:
-    import yaml
+    from silica._yaml import load_located  # size, nesting and alias limits
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and permissions."
-        ) from err
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise DataFileError(
-            f"{path}{where}: not valid YAML.", "write one `instance: usd_per_hour` per line."
-        ) from None
+    data = load_located(path).value
     if not isinstance(data, dict):
         raise DataFileError(f"{path}: expected a map of instance: usd_per_hour.", "e.g. `p5.48xlarge: 40.0`.")
     today = date.today().isoformat()

@@ -6,12 +6,8 @@ Prices go stale faster than anything else in the catalog, so a user can replace 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
-import os
-import stat
-import uuid
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -205,34 +201,15 @@ def _usd(path: Path, sku: str, dim: dict[str, object]) -> float:
 def write_prices(prices: Iterable[Price], path: Path) -> None:
     """Write prices as a CSV in the bundled schema, ready to pass back as `prices_path`.
 
-    Atomic: the rows go to a temporary file next to `path`, which then replaces `path`, so a failed
-    write (disk full, an error while producing `prices`) leaves an existing file as it was.
+    Atomic (silica._files): the rows go to a uniquely named temporary file next to `path`, which then
+    replaces `path`, so a failed write (disk full, an error while producing `prices`) leaves an
+    existing file as it was, and concurrent writers never share a temporary file.
     """
-    path = Path(path)
+    from silica._files import atomic_open
+
     fields = list(Price.model_fields)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    created = replaced = False
-    try:
-        # os.open with 0o666 honours the umask, as a plain open() of `path` would.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        created = True
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-            for price in prices:
-                writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))  # keep the mode of the file replaced
-        os.replace(tmp, path)
-        replaced = True
-    except OSError as err:
-        reason = " ".join(str(err.strerror or err).split())
-        raise DataFileError(
-            f"Cannot write {path}: {reason}.", "choose a writable --out path in an existing directory."
-        ) from err
-    finally:
-        if created and not replaced:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+    with atomic_open(Path(path), "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for price in prices:
+            writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})

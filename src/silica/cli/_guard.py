@@ -83,8 +83,58 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """The framework's usage errors (bad option value, missing argument): vendored click and click."""
+    kinds: list[type[BaseException]] = []
+    vendored = getattr(getattr(typer, "_click", None), "exceptions", None)
+    if vendored is not None:
+        kinds.append(vendored.UsageError)
+    try:
+        import click
+
+        kinds.append(click.UsageError)
+    except ImportError:
+        pass
+    return tuple(kinds)
+
+
+_USAGE = _usage_errors()
+
+
+def _usage_line(err: Any) -> str:
+    """A usage error as Silica's one line: the framework's message, and where the help is."""
+    ctx = getattr(err, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "silica"
+    message = _one_line(err.format_message()).rstrip(".")
+    return f"error: {message}. To fix: see `{path} -h`.\n"
+
+
 class GuardedGroup(TyperGroup):
     """A typer group whose subcommands cannot end in a traceback."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Usage errors (`--batch abc`, `--limit 0`) as one line on stderr with exit code 2.
+
+        The framework would draw a multi-line box; the hostile-input suite holds every error to one
+        line. A bare `silica` or a group without a command still shows the help, as before.
+        """
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except _USAGE as err:
+            if type(err).__name__ == "NoArgsIsHelpError":
+                typer.echo(getattr(err, "ctx").get_help())  # noqa: B009 - ctx is set on this error
+                sys.exit(err.exit_code)  # type: ignore[attr-defined]
+            sys.stderr.write(_usage_line(err))
+            sys.exit(err.exit_code)  # type: ignore[attr-defined]
+        except _PASSTHROUGH as err:  # Abort, or a ClickException that is not a usage error
+            show = getattr(err, "show", None)
+            if callable(show):
+                show()
+            sys.exit(getattr(err, "exit_code", 1) or 1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -10,10 +10,8 @@ Heavy imports stay inside the commands (`silica --help`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ def register(app: typer.Typer) -> None:
         from silica.advise import load_inventory, parse_settings
         from silica.report import Meta
 
+        _check_targets(html, md, inputs=(inventory,))  # before the work: never over the inventory
         inv = load_inventory(inventory)
         with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
             result = run(inv, settings=parse_settings(settings or []))
@@ -87,6 +86,7 @@ def register(app: typer.Typer) -> None:
         from silica.catalog import load_catalog, parse_price_overrides
         from silica.report import Meta
 
+        _check_targets(html, md, inputs=())  # before the work
         overrides = parse_price_overrides(price, load_catalog()) if price else None
         catalog = load_catalog(prices_path=prices, overrides=overrides)
         with progress("re-deriving the vendors' claims", not as_json):
@@ -201,33 +201,24 @@ def _render(result: Any, html: Path | None, md: Path | None, what: str, meta: An
     if html is not None and md is not None and _same(html, md):
         raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
     out = []
+    _check_targets(html, md, inputs=())
     for path, fn in ((html, render[0]), (md, render[1])):
         if path is not None:
-            _check_target(path)
             out.append((path, fn(result, meta)))
     return out
 
 
 def _same(a: Path, b: Path) -> bool:
-    return os.path.abspath(a) == os.path.abspath(b)
+    return os.path.abspath(a) == os.path.abspath(b) or a.resolve() == b.resolve()
 
 
-def _check_target(path: Path) -> None:
-    """Refuse, before anything is stored, a report path that cannot be written."""
-    from silica.errors import InputError
+def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> None:
+    """Refuse, before any work or store write, a report path that cannot be written or is an input."""
+    from silica._files import check_output
 
-    folder = path.parent
-    if path.is_dir():
-        raise InputError(f"Cannot write {path}: it is a folder.", "give a file name, e.g. advice.html.")
-    if not folder.is_dir():
-        raise InputError(
-            f"Cannot write {path}: the folder {folder} does not exist.",
-            "create it first or pick another path.",
-        )
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(
-            f"Cannot write {path}: the folder {folder} is not writable.", "pick a folder you can write to."
-        )
+    for path, option in ((html, "--html"), (md, "--md")):
+        if path is not None:
+            check_output(path, inputs=inputs, option=option)
 
 
 def _write(reports: list[tuple[Path, str]]) -> None:
@@ -238,32 +229,9 @@ def _write(reports: list[tuple[Path, str]]) -> None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    from silica.errors import InputError
+    from silica._files import write_text
 
-    tmp: str | None = None
-    try:
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mask = os.umask(0)
-            os.umask(mask)
-            mode = 0o666 & ~mask
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as err:
-        raise InputError(
-            f"Cannot write {path}: {err.strerror or err}.", "check the folder and the free space."
-        ) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    write_text(path, text)
 
 
 def _advice_listing(advice: Any) -> Listing:

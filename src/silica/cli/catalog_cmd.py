@@ -141,10 +141,12 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Shorthand for --output json."),
     ) -> None:
         """Import on-demand, 1-yr reserved and spot prices into a prices CSV for --prices."""
+        from silica._files import check_output
         from silica.catalog import write_prices
         from silica.catalog.imports import import_prices
 
         fmt = resolve_format(output, as_json, isatty=True)  # a summary line unless a format is asked for
+        check_output(out, inputs=(source,))  # before the import: never over the offer file
         kind, imported = import_prices(source)
         write_prices(imported, out)
         if fmt != "table":
@@ -191,6 +193,10 @@ def register(app: typer.Typer) -> None:
         for name in wanted:
             if name not in known:
                 raise UnknownNameError("instance", name, known)
+        if out is not None:  # before the network round trips
+            from silica._files import check_output
+
+            check_output(out)
         target = out or default_cache_path(region)
         if out is None:  # Silica's own cache dir may be created; a user's --out folder must exist
             target.parent.mkdir(parents=True, exist_ok=True)

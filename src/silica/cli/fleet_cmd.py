@@ -173,10 +173,13 @@ def register(app: typer.Typer) -> None:
         output: str | None = output_option(),
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
+        from silica._files import check_output
         from silica.fleet import simulate_file
         from silica.report.fleet import write_fleet_report
         from silica.report.page import Meta
 
+        if html is not None:  # before the simulation: never over the fleet file
+            check_output(html, inputs=(fleet_file,), option="--html")
         with progress(f"simulating {fleet_file.name}", not as_json):
             sim = simulate_file(fleet_file, policy or None)
         if html is not None:
@@ -236,7 +239,8 @@ def register(app: typer.Typer) -> None:
             )
         overrides = parse_price_overrides(price) if price else None
         catalog = load_catalog(overrides=overrides)
-        names = [n.strip() for v in instances or [] for n in v.split(",") if n.strip()] or None
+        # Given but empty (`--instance ""`) stays an empty list, which plan_fleet refuses; absent is all.
+        names = [n.strip() for v in instances for n in v.split(",") if n.strip()] if instances else None
         with progress(f"planning {fleet_file.name}", not as_json):
             plan = plan_fleet(
                 load_fleet_file(fleet_file),

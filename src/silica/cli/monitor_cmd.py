@@ -132,7 +132,8 @@ def register(app: typer.Typer) -> None:
         t0 = parse_time(since, "--since", now) if since else None
         t1 = parse_time(until, "--until", now) if until else None
         plans = _plans(plan)
-        reports = _targets(html, md)
+        inputs = tuple(parse_plan_arg(v)[1] for v in [*plan, *sources])
+        reports = _targets(html, md, inputs)
         if prometheus:
             t1 = now if t1 is None else t1
             t0 = t1 - 3600.0 if t0 is None else t0
@@ -203,8 +204,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(monitor_app)
 
 
-def _targets(html: Path | None, md: Path | None) -> list[tuple[Path, str]]:
-    from silica.cli.advise_cmd import _check_target
+def _targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> list[tuple[Path, str]]:
+    from silica._files import check_output
     from silica.errors import InputError
 
     out = []
@@ -212,7 +213,7 @@ def _targets(html: Path | None, md: Path | None) -> list[tuple[Path, str]]:
         raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
     for path, kind in ((html, "html"), (md, "md")):
         if path is not None:
-            _check_target(path)
+            check_output(path, inputs=inputs, option=f"--{kind}")
             out.append((path, kind))
     return out
 

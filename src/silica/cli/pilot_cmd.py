@@ -268,9 +268,11 @@ def compare_cmd(
     prediction = read_json(plan / PREDICTION_FILE, "prediction") if plan is not None else None
     cmp = compare_pilot(result, prediction, str(results))
     if html is not None:
+        from silica.cli._common import command_line
+        from silica.report.page import Meta
         from silica.report.pilot import pilot_html
 
-        _write(html, pilot_html(cmp))
+        _write(html, pilot_html(cmp, Meta(command_line(), "as in the prediction (see calibration line)")))
     if not no_store:
         _store("pilot", f"compare {cmp.model} {cmp.instance}", cmp.to_dict())
     if as_json:

@@ -27,10 +27,13 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the library result as JSON."),
     ) -> None:
         """Predict every measured row through the same code path as `estimate`, and report the error."""
+        from silica._files import check_output
         from silica.perf.calibration import load_calibration
         from silica.validate import validate as run
         from silica.validate.report import write_predictions
 
+        if out is not None:  # before the work: never an input, always a writable file
+            check_output(out, inputs=(file, calibration))
         report = run(file, load_calibration(calibration))
         if out is not None:
             write_predictions(report, out)
@@ -75,23 +78,16 @@ def register(app: typer.Typer) -> None:
         import json
         import sys
 
-        from silica.errors import DataFileError
+        from silica._files import check_output, write_text
         from silica.perf.calibration import calibration_to_json
         from silica.validate.benchmarks import read_benchmarks
         from silica.validate.fit import fit_calibration
 
+        check_output(out, inputs=files)  # before the fit, which can take a while
         rows = [row for f in files for row in read_benchmarks(f)]
         command = "silica calibrate " + " ".join(str(f) for f in files) + f" --out {out}"
         result = _fit_with_progress(rows, command, fit_calibration)
-        tmp = out.with_name(out.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(calibration_to_json(result), indent=2) + "\n")
-            tmp.replace(out)
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise DataFileError(
-                f"Cannot write {out}: {err.strerror}.", "choose a writable --out path."
-            ) from err
+        write_text(out, json.dumps(calibration_to_json(result), indent=2) + "\n")
         coverage = result.extra.get("band_coverage", {})
         sys.stdout.write(
             f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; "

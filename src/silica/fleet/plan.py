@@ -295,6 +295,10 @@ def plan_fleet(
     No pool grows past `max_instances` (default: the file's plan.max_instances, else
     DEFAULT_MAX_INSTANCES, 1,000,000); a goal that needs more is an InfeasibleError saying so.
     """
+    if instances is not None and not list(instances):
+        raise InputError(
+            "--instances names no instance type.", "e.g. --instances trn1.32xlarge,p4d.24xlarge."
+        )
     spec = ff.spec.plan
     catalog = catalog or load_catalog()
     names = list(instances or (spec.instances if spec and spec.instances else DEFAULT_CANDIDATES))
@@ -316,9 +320,10 @@ def plan_fleet(
             templates[(pool.instance, buy)] = replace(
                 pool, purchase=buy, usd_per_instance_hour=usd, price_basis=basis
             )
-    if max_instances is not None and max_instances < 1:
+    if max_instances is not None and not 1 <= max_instances <= DEFAULT_MAX_INSTANCES:
         raise InputError(
-            f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
+            f"--max-instances must be 1 to {DEFAULT_MAX_INSTANCES:,}, got {max_instances}.",
+            "e.g. --max-instances 1000; a pool past a million instances is a mistaken peak or unit.",
         )
     limit = max_instances if max_instances is not None else spec.max_instances if spec else None
     _check_deadlines(base, templates)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from scipy.ndimage import maximum_filter1d
 
 from silica import cost
-from silica.errors import InputError
+from silica.errors import InputError, UnknownNameError
 from silica.fleet.capacity import Pool
 
 __all__ = ["POLICIES", "Allocation", "Policy", "allocate"]
@@ -48,7 +48,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
-            raise InputError(f"Unknown policy {self.name!r}.", f"use one of {', '.join(POLICIES)}.")
+            raise UnknownNameError("policy", self.name, POLICIES, f"use one of {', '.join(POLICIES)}.")
         for knob in ("headroom", "reclaim_minutes", "cooldown_minutes", "launch_minutes"):
             if getattr(self, knob) < 0:
                 raise InputError(f"Policy {self.name}: {knob} must be 0 or more.", None)

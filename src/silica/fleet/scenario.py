@@ -15,7 +15,7 @@ import numpy as np
 
 from silica.catalog import load_catalog
 from silica.catalog.schema import Catalog
-from silica.errors import DataFileError, InputError, SilicaError
+from silica.errors import DataFileError, InputError, SilicaError, UnknownNameError
 from silica.fleet import demand as dm
 from silica.fleet.capacity import PoolRequest, resolve_pools
 from silica.fleet.jobs import TrainingJob, from_philly
@@ -308,7 +308,7 @@ def make_policies(ff: FleetFile, names: Sequence[str] | None = None) -> list[Pol
     out = []
     for name in names:
         if name not in POLICIES:
-            raise InputError(f"Unknown policy {name!r}.", f"use one of {', '.join(POLICIES)}.")
+            raise UnknownNameError("policy", name, POLICIES, f"use one of {', '.join(POLICIES)}.")
         spec = own.get(name)
         out.append(Policy(**spec.model_dump()) if spec else Policy(name))
     return out

@@ -74,7 +74,7 @@ class InferenceSpec(_Spec):
 
 class PoolSpec(_Spec):
     instance: str
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=1_000_000)  # fleet.sizing.DEFAULT_MAX_INSTANCES: more is a typo
     purchase: Literal["reserved", "on_demand"] = "reserved"
     price_usd_per_hour: float | None = Field(default=None, gt=0)
     train: bool | None = None
@@ -131,7 +131,7 @@ class PlanSpec(_Spec):
     slo_attainment: float = Field(default=0.99, gt=0, le=1)
     purchases: list[Literal["reserved", "on_demand"]] = ["reserved", "on_demand"]
     policy: PolicyField = "day_night"
-    max_instances: int | None = Field(default=None, ge=1)
+    max_instances: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class SweepSpec(_Spec):
@@ -204,19 +204,6 @@ def _line(lines: dict[tuple[str | int, ...], int], loc: Sequence[str | int]) -> 
     return lines.get(key, 1)
 
 
-def _line_map(node: Any, loc: tuple[str | int, ...], out: dict[tuple[str | int, ...], int]) -> None:
-    import yaml
-
-    out[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            _line_map(value, (*loc, str(key.value)), out)
-            out[(*loc, str(key.value))] = key.start_mark.line + 1  # a field's line is its key's
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_map(item, (*loc, i), out)
-
-
 def _clean_loc(loc: tuple[Any, ...], lines: dict[tuple[str | int, ...], int]) -> tuple[str | int, ...]:
     """pydantic adds union-member tags ("PolicySpec", "literal[...]") to a loc; keep the real keys."""
     out: tuple[str | int, ...] = ()
@@ -228,30 +215,19 @@ def _clean_loc(loc: tuple[Any, ...], lines: dict[tuple[str | int, ...], int]) ->
 
 def load_fleet_file(path: Path) -> FleetFile:
     """Read and validate a fleet file; every problem is one DataFileError naming file, line, field."""
-    import yaml
+    from silica._yaml import load_located  # limits: size, nesting, aliases; lines of every field
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
-    except UnicodeDecodeError as err:
-        raise DataFileError(
-            f"{path}: not a UTF-8 text file (it has the byte {err.object[err.start]:#04x}).",
-            "give a fleet file in YAML; see examples/fleet.yaml.",
-        ) from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "not valid YAML"
-        raise DataFileError(f"{path}{where}: {problem}.", "fix the YAML syntax there.") from None
-    if not isinstance(data, dict) or node is None:
+    doc = load_located(path)
+    data = doc.value
+    if not isinstance(data, dict):
         raise DataFileError(f"{path}: expected a mapping of fleet settings.", "see examples/fleet.yaml.")
-    lines: dict[tuple[str | int, ...], int] = {}
-    _line_map(node, (), lines)
+    if "workloads" in data and "pools" not in data:
+        raise DataFileError(
+            f"{path} looks like an inventory (it has workloads:), not a fleet file.",
+            "run `silica advise` on an inventory; a fleet file has pools: (see examples/fleet.yaml).",
+        )
+    lines: dict[tuple[str | int, ...], int] = dict(doc.lines)
     try:
         spec = FleetSpec.model_validate(data)
     except ValidationError as err:

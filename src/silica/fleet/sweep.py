@@ -141,6 +141,9 @@ def run_scenario(task: dict[str, Any]) -> dict[str, Any]:
     return _simulate(_meta(task), task["fleet"], task["knobs"])
 
 
+MAX_WORKERS = 1024  # processes or Ray tasks at once; past that, start-up costs more than it buys
+
+
 def _local(tasks: list[dict[str, Any]], workers: int, on_done: OnDone | None) -> list[dict[str, Any]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -252,6 +255,13 @@ def run_sweep(
     on_done: OnDone | None = None,
 ) -> SweepResult:
     """Run every scenario of the fleet file's `sweep:` section; record the results in the store."""
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        from silica.errors import InputError
+
+        raise InputError(
+            f"--workers must be 1 to {MAX_WORKERS}, got {workers}.",
+            "pass --workers 1 or more (default: one per CPU).",
+        )
     ff = load_fleet_file(Path(path))
     tasks = plan_scenarios(ff, policies)
     if on_start:

@@ -92,6 +92,11 @@ class PhillyJobs:
 
 
 def _open(path: Path) -> Iterator[str]:
+    from silica._files import check_size
+
+    if Path(path).is_dir():
+        raise DataFileError(f"{path} is a directory, not a trace.", "give the trace file's path.")
+    check_size(Path(path), "trace file")  # the limit is SILICA_MAX_FILE_MB
     try:
         with Path(path).open(encoding="utf-8", newline="") as handle:
             yield from handle

@@ -123,7 +123,8 @@ def geometry(c: ConfigReader) -> Geometry:
     """The keys nearly every decoder has, under Llama names or their GPT-2 aliases."""
     d = c.integer("hidden_size", "n_embd", minimum=1)
     heads = c.integer("num_attention_heads", "n_head", minimum=1)
-    return Geometry(
+    given_head_dim = c.optional("head_dim")
+    g = Geometry(
         d=d,
         n_layers=c.integer("num_hidden_layers", "n_layer", minimum=1),
         n_heads=heads,
@@ -132,3 +133,37 @@ def geometry(c: ConfigReader) -> Geometry:
         vocab=c.integer("vocab_size", minimum=1),
         max_positions=c.integer("max_position_embeddings", "n_positions", minimum=1),
     )
+    _check_shape(c, g, head_dim_given=given_head_dim is not None)
+    return g
+
+
+# Far above any published model (the largest have ~200 layers, d 25,600, 256 heads, 256k vocab, 10M
+# context), low enough that a typo (1e12 layers) is caught before it becomes a trillion-layer estimate.
+MAX_SHAPE = {
+    "n_layers": 10_000,
+    "d": 1_000_000,
+    "n_heads": 65_536,
+    "vocab": 100_000_000,
+    "max_positions": 10**9,
+}
+
+
+def _check_shape(c: ConfigReader, g: Geometry, head_dim_given: bool) -> None:
+    """A config whose shapes contradict each other describes no model; say which, before counting."""
+    for name, limit in MAX_SHAPE.items():
+        if getattr(g, name) > limit:
+            raise DataFileError(
+                f"{c.model_id}: {name} = {getattr(g, name):,} is beyond any real model (limit {limit:,}).",
+                "check the config.json; a value this large is a typo.",
+            )
+    if not head_dim_given and g.d % g.n_heads:
+        raise DataFileError(
+            f"{c.model_id}: hidden size {g.d} does not split into {g.n_heads} attention heads.",
+            "fix hidden_size or num_attention_heads, or give head_dim explicitly.",
+        )
+    if g.n_kv_heads > g.n_heads or g.n_heads % g.n_kv_heads:
+        raise DataFileError(
+            f"{c.model_id}: {g.n_kv_heads} key/value heads cannot serve {g.n_heads} query heads "
+            "(grouped-query attention needs the query heads to be a whole multiple of the KV heads).",
+            "fix num_key_value_heads.",
+        )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -195,19 +194,12 @@ def _local_id(path: Path) -> str:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and its permissions."
-        ) from err
-    except UnicodeDecodeError as err:
-        raise DataFileError(f"{path} is not UTF-8 text.", "pass a config.json, not a weights file.") from err
-    except json.JSONDecodeError as err:
-        raise DataFileError(
-            f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}).",
-            f"fix the syntax there; `python -m json.tool {path}` shows the first error.",
-        ) from err
+    from silica._files import parse_json, read_text
+
+    # size limit, binary and non-UTF-8 files, NaN and nesting beyond any real config: one line each
+    value = parse_json(
+        read_text(path, "config.json", "a Hugging Face config.json"), path, "a Hugging Face config.json"
+    )
     if not isinstance(value, dict):
         raise DataFileError(
             f"{path} holds a JSON {type(value).__name__}, not an object.",

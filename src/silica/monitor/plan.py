@@ -10,7 +10,6 @@ instance type (estimate, compare).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -64,17 +63,10 @@ def parse_plan_arg(value: str) -> tuple[str | None, Path]:
 
 def load_plan(path: Path, name: str | None = None) -> list[Planned]:
     """The deployments one saved result describes."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read plan {path}: {err.strerror or err}.", "check the --plan path."
-        ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataFileError(
-            f"Plan {path} is not JSON ({err}).",
-            "save a plan with `silica estimate|compare|advise|fleet plan ... --json > plan.json`.",
-        ) from None
+    from silica._files import parse_json, read_text
+
+    hint = "a plan saved with `silica estimate|compare|advise|fleet plan ... --json > plan.json`"
+    data = parse_json(read_text(path, "plan", hint), path, hint)  # size, binary, UTF-8, nesting
     if not isinstance(data, dict):
         raise DataFileError(f"Plan {path} is not a JSON object.", "pass a result saved with --json.")
     if "results" in data and "workload" in data:

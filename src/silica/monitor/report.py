@@ -193,6 +193,11 @@ def build_report(
         raise InputError("--window must be a positive duration.", "for example --window 1h.")
     if not 0 < target_utilisation <= 1:
         raise InputError("--target-utilisation must be in (0, 1].", "for example 0.8.")
+    for flag, slo in (("--ttft-slo-ms", ttft_slo_ms), ("--tpot-slo-ms", tpot_slo_ms)):
+        if slo is not None and not (slo > 0 and math.isfinite(slo)):
+            raise InputError(
+                f"{flag} must be a positive number of milliseconds, got {slo}.", f"e.g. {flag} 50."
+            )
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise InputError(

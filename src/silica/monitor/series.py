@@ -74,6 +74,11 @@ def read_file(path: Path, *, deployment: str | None = None, start: float | None 
     `deployment` labels every series that has no `deployment` label (one file per deployment);
     `start` is the epoch time of the first neuron-monitor report (its JSON carries periods, not times).
     """
+    from silica._files import check_size
+
+    if path.is_dir():
+        raise DataFileError(f"{path} is a directory, not telemetry.", "pass a telemetry file to --from.")
+    check_size(path, "telemetry file")
     try:
         raw = path.read_bytes()
     except OSError as err:
@@ -84,10 +89,16 @@ def read_file(path: Path, *, deployment: str | None = None, start: float | None 
             "pass Prometheus/OpenMetrics text or neuron-monitor JSON lines.",
         )
     text = raw.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("{"):
-        tel = read_neuron_monitor(text, source=str(path), start=start)
-    else:
-        tel = read_exposition(text, source=str(path))
+    try:
+        if text.lstrip().startswith("{"):
+            tel = read_neuron_monitor(text, source=str(path), start=start)
+        else:
+            tel = read_exposition(text, source=str(path))
+    except RecursionError:
+        raise DataFileError(
+            f"{path}: a JSON line nests deeper than neuron-monitor ever writes.",
+            "pass neuron-monitor's JSON lines as it wrote them.",
+        ) from None
     return _with_deployment(tel, deployment) if deployment else tel
 
 

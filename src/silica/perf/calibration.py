@@ -195,6 +195,11 @@ class Calibration:
 
 
 def _parse(raw: dict[str, Any], where: str) -> Calibration:
+    if not isinstance(raw, dict) or not isinstance(raw.get("families"), dict):
+        raise DataFileError(
+            f"Calibration file {where} is not a calibration: it needs a 'families' object of parameters.",
+            "pass a file written by `silica calibrate --out`.",
+        )
     try:
         params = {fam: FamilyParams(**p) for fam, p in raw["families"].items()}
         bands = {
@@ -214,7 +219,7 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
                 if k not in {"families", "bands", "fitted_rows", "generated_by", "as_of", "source"}
             },
         )
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise DataFileError(
             f"Calibration file {where} is invalid: {err}.", "regenerate it with `silica calibrate`."
         ) from err
@@ -244,13 +249,11 @@ def load_calibration(path: Path | None = None) -> Calibration:
         text = resources.files("silica").joinpath("data/calibration.json").read_text()
         where = "data/calibration.json (bundled)"
     else:
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise DataFileError(
-                f"Cannot read calibration file {path}: {err.strerror}.", "check the path."
-            ) from err
+        from silica._files import parse_json, read_text
+
         where = str(path)
+        raw = parse_json(read_text(path, "calibration file", "a file from `silica calibrate --out`"), where)
+        return _parse(raw, where)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as err:

@@ -44,6 +44,8 @@ def estimate(
     An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
     """
     spec = _model(model)
+    chained = isinstance(workload, InferenceWorkload)  # serving chains instances as pipeline stages
+    deployment.check_fits(spec.id, spec.n_layers, spec.n_heads, spec.n_kv_heads, chained=chained)
     targets = resolve_targets(
         [deployment.instance], catalog=catalog, calibration=calibration, option=option, region=region
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from silica.errors import InputError
 from silica.report.page import Meta, figure, page, table, text, ul
 from silica.report.svg import PALETTE, Line, fmt, hour_ticks, line_charts
 
@@ -329,9 +328,8 @@ def fleet_html(sim: Simulation, meta: Meta, title: str | None = None) -> str:
 
 
 def write_fleet_report(sim: Simulation, path: Path, meta: Meta, title: str | None = None) -> Path:
+    from silica._files import write_text
+
     path = Path(path)
-    try:
-        path.write_text(fleet_html(sim, meta, title), encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"Cannot write {path}: {err.strerror}.", "choose a writable --html path.") from err
+    write_text(path, fleet_html(sim, meta, title))  # atomic, unique temporary name beside `path`
     return path

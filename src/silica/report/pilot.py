@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from html import escape
 
-from silica import __version__
 from silica.pilot.compare import PilotComparison, StepCheck
-from silica.report.html import CSS, _t, _table
-from silica.report.svg import Line, line_chart
+from silica.report.page import Meta, figure, page, table
+from silica.report.page import text as _t
+from silica.report.svg import Line, line_charts
 
 __all__ = ["pilot_html"]
 
@@ -24,6 +24,10 @@ _TITLES = {
     "ttft_ms": ("Time to first token (p50) vs concurrency", "ms"),
     "output_tokens_per_s": ("Output tokens per second vs concurrency", ""),
 }
+_CAPTION = (
+    "Solid: measured at each closed-loop concurrency step. Dashed: Silica's prediction for the same "
+    "step and its p10-p90 band. The axis starts at zero."
+)
 
 
 def _n(value: float | None, spec: str = ",.4g") -> str:
@@ -43,7 +47,7 @@ def _chart(checks: list[StepCheck], metric: str) -> str:
         Line("band high (p90)", [k.high for k in rows], "other", dashed=True),
     ]
     labels = [(float(k.concurrency), str(k.concurrency)) for k in rows]
-    return line_chart(x, lines, title=title, unit=unit, x_labels=labels)
+    return figure(line_charts(x, lines, title=title, unit=unit, x_labels=labels), _CAPTION)
 
 
 def _verdict_cell(verdict: str) -> str:
@@ -51,18 +55,19 @@ def _verdict_cell(verdict: str) -> str:
     return f'<span class="{escape(css)}">{_t(verdict)}</span>'
 
 
-def pilot_html(cmp: PilotComparison) -> str:
+def pilot_html(cmp: PilotComparison, meta: Meta | None = None) -> str:
+    """The whole page, on the shared report shell (run date, version, command, price facts)."""
     checks = list(cmp.checks)
     name = cmp.model.rstrip("/").rsplit("/", 1)[-1]  # a model given as a folder: its name, not the path
+    meta = meta or Meta(command="silica pilot compare", prices="as in the prediction")
     body = [
-        f"<h1>Pilot: {_t(name)} on {_t(cmp.instance)} ({_t(cmp.engine)})</h1>",
         f"<p><strong>Verdict:</strong> {_verdict_cell(cmp.verdict)}</p>",
         f"<p><strong>What it changes for advise:</strong> {_t(cmp.advise_effect)}</p>",
         f'<p class="small">Prediction: {_t(cmp.prediction_source)}; calibration: {_t(cmp.calibration)}. '
         "Measured latencies are p50 under closed-loop load, so they include queueing in the server.</p>",
     ]
     for metric in ("tpot_ms", "ttft_ms", "output_tokens_per_s"):
-        body.append(f'<div class="wide">{_chart(checks, metric)}</div>')
+        body.append(_chart(checks, metric))
     rows = [
         [
             str(k.concurrency),
@@ -77,18 +82,10 @@ def pilot_html(cmp: PilotComparison) -> str:
     ]
     body.append("<h2>Every step</h2>")
     body.append(
-        '<div class="wide">'
-        + _table(
+        table(
             ["concurrency", "metric", "measured", "predicted", "band", "measured/predicted", "verdict"],
             rows,
             (0, 2, 3, 4, 5),
         )
-        + "</div>"
     )
-    body.append(f'<p class="small">silica {escape(__version__)}</p>')
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Pilot {escape(cmp.model)} on {escape(cmp.instance)}</title>"
-        f"<style>{CSS}{EXTRA_CSS}</style></head><body>\n{''.join(body)}\n</body></html>\n"
-    )
+    return page(f"Pilot: {name} on {cmp.instance} ({cmp.engine})", body, meta, extra_css=EXTRA_CSS)

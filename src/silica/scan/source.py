@@ -77,17 +77,21 @@ def load_registry_config(name: str) -> dict[str, Any]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataFileError(
-            f"Cannot read {path} as JSON: {err}.", "pass a Hugging Face config.json."
-        ) from err
+    from silica._files import parse_json, read_text
+
+    # size, binary, UTF-8 and nesting limits: one line each (100,000-deep JSON was a RecursionError)
+    raw = parse_json(
+        read_text(path, "config.json", "a Hugging Face config.json"), path, "a Hugging Face config.json"
+    )
     return _clean(raw, str(path))
 
 
 def resolve(subject: str) -> ModelSource:
     """Decide what `subject` names. Bad paths and unknown ids raise `InputError` subclasses."""
+    if not subject.strip():  # Path("") is the current folder: never scan it by accident
+        raise InputError(
+            "The scan subject is empty.", "pass a MODEL_ID, a config.json, FILE.py:NAME or a DIR."
+        )
     m = _FACTORY.match(subject)
     if m:
         path = Path(m["path"])
@@ -99,6 +103,11 @@ def resolve(subject: str) -> ModelSource:
     path = Path(subject)
     if path.is_dir():
         return ModelSource("code", subject, path=path)
+    if path.is_file() and path.suffix == ".py":
+        raise InputError(
+            f"{subject} is a Python file, but which model in it should be scanned?",
+            f"pass {subject}:NAME, NAME being an nn.Module class or a function that returns one.",
+        )
     if path.is_file():
         if path.suffix == ".py":
             raise InputError(

@@ -7,6 +7,7 @@ number is a `DataFileError` naming the file, line and column.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,16 +54,52 @@ class BenchmarkRow:
     as_of: str = ""
 
 
+# Each count column's smallest sane value and largest (10x beyond any published run); a cell outside
+# is a typo that would otherwise reach the model as batch 0, tp 10^6 on 8 chips or 10^11 tokens.
+_RANGE = {
+    "chips": (1, 1_000_000),
+    "batch": (1, 100_000_000),  # training rows count global batch in tokens (published: 1,048,576)
+    "micro_batch": (1, 1_000_000),
+    "input_len": (1, 100_000_000),
+    "output_len": (0, 100_000_000),
+    "seq_len": (1, 100_000_000),
+    "tp": (1, 1_000_000),
+    "pp": (1, 10_000),
+}
+
+
 def _int(raw: dict[str, str], key: str, where: str) -> int | None:
     text = (raw.get(key) or "").strip()
     if not text:
         return None
     try:
-        return int(float(text))
+        number = float(text)
     except ValueError:
         raise DataFileError(
             f"{where}: column {key!r} is not a number: {text!r}.", "fix or empty that cell."
         ) from None
+    low, high = _RANGE.get(key, (0, 10**12))
+    if not (math.isfinite(number) and number == int(number) and low <= number <= high):
+        raise DataFileError(
+            f"{where}: column {key!r} must be a whole number from {low:,} to {high:,}, got {text!r}.",
+            "fix that cell.",
+        )
+    return int(number)
+
+
+def _check_row(row: BenchmarkRow, where: str) -> BenchmarkRow:
+    """Measurements are positive and finite; a layout uses no more tensor-parallel ranks than it has."""
+    if not (math.isfinite(row.value) and 0 < row.value < 1e15):
+        raise DataFileError(
+            f"{where}: the measured value {row.value!r} is not a positive finite number.",
+            "fix that cell; a measurement of 0, a negative one or NaN is not a measurement.",
+        )
+    # tp counts GPUs, or NeuronCores on Neuron (up to 8 per Trainium2/3 chip); no more than that.
+    if row.tp is not None and row.tp > 8 * row.chips:
+        raise DataFileError(
+            f"{where}: tp {row.tp} is more than {row.chips} chips can hold.", "fix the tp or chips cell."
+        )
+    return row
 
 
 # Measurements that ship with Silica, beyond ../shared/benchmarks/published.csv: one CSV per public
@@ -77,15 +114,18 @@ def bundled_files(holdout: bool = False) -> list[Path]:
 
 
 def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
+    from silica._files import check_rows, csv_text
+
     path = Path(path)
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
+    handle = csv_text(path, "measurements CSV")  # size limit, binary and non-UTF-8 files refused
     rows = []
     with handle:
         reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        try:
+            header = reader.fieldnames or []
+        except csv.Error as err:
+            raise DataFileError(f"{path} is not valid CSV: {err}.", "pass a CSV file.") from None
+        missing = [c for c in REQUIRED if c not in header]
         if missing:
             raise DataFileError(
                 f"{path} lacks the column(s) {', '.join(missing)}.",
@@ -93,6 +133,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
             )
         try:
             for line, raw in enumerate(reader, start=2):
+                check_rows(path, line - 1)
                 where = f"{path}:{line}"
                 try:
                     value = float(raw["value"])
@@ -101,33 +142,38 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
                         f"{where}: value {raw['value']!r} is not a number.", "fix that cell."
                     ) from None
                 rows.append(
-                    BenchmarkRow(
-                        id=(raw.get("id") or str(line)).strip(),
-                        run=(raw.get("run") or "").strip(),
-                        source=(raw.get("source") or "").strip(),
-                        chip=raw["chip"].strip().lower(),
-                        chips=_int(raw, "chips", where) or 1,
-                        instance=(raw.get("instance") or "").strip(),
-                        task=raw["task"].strip(),
-                        model=raw["model"].strip(),
-                        weight_dtype=(raw.get("weight_dtype") or "bf16").strip() or "bf16",
-                        compute_dtype=(raw.get("compute_dtype") or "bf16").strip() or "bf16",
-                        batch=_int(raw, "batch", where),
-                        micro_batch=_int(raw, "micro_batch", where),
-                        input_len=_int(raw, "input_len", where),
-                        output_len=_int(raw, "output_len", where),
-                        seq_len=_int(raw, "seq_len", where),
-                        tp=_int(raw, "tp", where),
-                        pp=_int(raw, "pp", where),
-                        metric=raw["metric"].strip(),
-                        value=value,
-                        ep=_int(raw, "ep", where),
-                        engine=(raw.get("engine") or "").strip(),
-                        as_of=(raw.get("as_of") or "").strip(),
+                    _check_row(
+                        BenchmarkRow(
+                            id=(raw.get("id") or str(line)).strip(),
+                            run=(raw.get("run") or "").strip(),
+                            source=(raw.get("source") or "").strip(),
+                            chip=raw["chip"].strip().lower(),
+                            chips=_int(raw, "chips", where) or 1,
+                            instance=(raw.get("instance") or "").strip(),
+                            task=raw["task"].strip(),
+                            model=raw["model"].strip(),
+                            weight_dtype=(raw.get("weight_dtype") or "bf16").strip() or "bf16",
+                            compute_dtype=(raw.get("compute_dtype") or "bf16").strip() or "bf16",
+                            batch=_int(raw, "batch", where),
+                            micro_batch=_int(raw, "micro_batch", where),
+                            input_len=_int(raw, "input_len", where),
+                            output_len=_int(raw, "output_len", where),
+                            seq_len=_int(raw, "seq_len", where),
+                            tp=_int(raw, "tp", where),
+                            pp=_int(raw, "pp", where),
+                            metric=raw["metric"].strip(),
+                            value=value,
+                            ep=_int(raw, "ep", where),
+                            engine=(raw.get("engine") or "").strip(),
+                            as_of=(raw.get("as_of") or "").strip(),
+                        ),
+                        where,
                     )
                 )
         except UnicodeDecodeError as err:
             raise DataFileError(f"{path} is not UTF-8 text: {err.reason}.", "pass a CSV file.") from err
         except csv.Error as err:
             raise DataFileError(f"{path} is not valid CSV: {err}.", "pass a CSV file.") from err
+    if not rows:
+        raise DataFileError(f"{path} has a header but no measurement rows.", "add rows below the header.")
     return rows

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from silica.catalog.schema import Catalog
-from silica.errors import DataFileError
 from silica.perf.calibration import Calibration
 from silica.validate.benchmarks import read_benchmarks
 from silica.validate.predict import Prediction, predict_rows
@@ -88,42 +87,37 @@ def validate(
 
 
 def write_predictions(report: ValidationReport, out: str | Path) -> None:
-    """Each row's prediction beside its measurement; written whole or not at all."""
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        with tmp.open("w", newline="") as handle:
-            writer = csv.writer(handle)
+    """Each row's prediction beside its measurement; written whole or not at all (unique temp file)."""
+    from silica._files import atomic_open
+
+    with atomic_open(Path(out), "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "id",
+                "chip",
+                "model",
+                "metric",
+                "measured",
+                "predicted",
+                "predicted_low",
+                "predicted_high",
+                "ape",
+                "skipped",
+            ]
+        )
+        for p in report.predictions:
             writer.writerow(
                 [
-                    "id",
-                    "chip",
-                    "model",
-                    "metric",
-                    "measured",
-                    "predicted",
-                    "predicted_low",
-                    "predicted_high",
-                    "ape",
-                    "skipped",
+                    p.row.id,
+                    p.row.chip,
+                    p.row.model,
+                    p.row.metric,
+                    p.row.value,
+                    "" if p.predicted is None else f"{p.predicted:.6g}",
+                    "" if p.low is None else f"{p.low:.6g}",
+                    "" if p.high is None else f"{p.high:.6g}",
+                    "" if p.ape is None else f"{p.ape:.4f}",
+                    p.skipped or "",
                 ]
             )
-            for p in report.predictions:
-                writer.writerow(
-                    [
-                        p.row.id,
-                        p.row.chip,
-                        p.row.model,
-                        p.row.metric,
-                        p.row.value,
-                        "" if p.predicted is None else f"{p.predicted:.6g}",
-                        "" if p.low is None else f"{p.low:.6g}",
-                        "" if p.high is None else f"{p.high:.6g}",
-                        "" if p.ape is None else f"{p.ape:.4f}",
-                        p.skipped or "",
-                    ]
-                )
-        tmp.replace(out)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise DataFileError(f"Cannot write {out}: {err.strerror}.", "choose a writable --out path.") from err
