@@ -494,6 +494,61 @@ case("monitor-exporter/no-plan", ["monitor", "exporter", "--once"])
 case("monitor-exporter/plan-missing", ["monitor", "exporter", "--plan", "missing.json", "--once"])
 
 
+# --- the commands built in the pilot/serve/readiness round ------------------------------------------
+P = ["pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", "kit"]
+for opt, v in [
+    ("--on", "bogus.xlarge"),
+    ("--on", "inf2.xlargex0"),
+    ("--engine", "bogus"),
+    ("--engine", "vllm-neuron"),  # a Neuron engine on an NVIDIA instance
+    ("--engine", "trtllm-neuron"),
+    ("--input-len", "0"),
+    ("--output-len", "-1"),
+    ("--concurrency", "0"),
+    ("--concurrency", "a,b"),
+    ("--concurrency", "-4"),
+    ("--requests", "0"),
+    ("--dtype", "fp33"),
+    ("--tpot-slo-ms", "nan"),
+]:
+    case(
+        f"pilot-plan/{opt[2:]}={v}",
+        [*P[:-2], opt, v, "--out", "kit"] if opt != "--on" else [*P[:3], "--on", v, "--out", "kit"],
+    )
+case("pilot-plan/out-is-a-file", [*P[:-1], "plan.json"])
+case("pilot-plan/model-unknown", ["pilot", "plan", "llama-9b", "--on", "g6e.xlarge", "--out", "kit"])
+R = ["pilot", "run", "--model", "m", "--no-store"]
+case(
+    "pilot-run/endpoint-dead",
+    [*R, "--endpoint", "http://127.0.0.1:1", "--out", "r.json"],
+    outputs=("r.json",),
+)
+case("pilot-run/endpoint-not-url", [*R, "--endpoint", "not a url", "--out", "r.json"])
+case("pilot-run/endpoint-other-scheme", [*R, "--endpoint", "ftp://127.0.0.1:21", "--out", "r.json"])
+case("pilot-run/plan-missing", [*R, "--endpoint", "http://127.0.0.1:1", "--plan", "nokit"])
+case("pilot-run/concurrency=0", [*R, "--endpoint", "http://127.0.0.1:1", "--concurrency", "0"])
+case("pilot-run/out-is-plan", [*R, "--endpoint", "http://127.0.0.1:1", "--out", "plan.json"])
+for name, content in [
+    ("binary", b"\x00\x01\x02"),
+    ("not-json", b"hello"),
+    ("wrong-shape", b'{"a": 1}'),
+    ("list", b"[1, 2, 3]"),
+]:
+    case(f"pilot-import/{name}", ["pilot", "import", "x.json"], {"x.json": content})
+    case(f"pilot-compare/{name}", ["pilot", "compare", "x.json", "--no-store"], {"x.json": content})
+    case(f"calibrate/from-pilot-{name}", ["calibrate", "--from-pilot", "x.json"], {"x.json": content})
+    case(f"calibrate/from-monitor-{name}", ["calibrate", "--from-monitor", "x.json"], {"x.json": content})
+case("pilot-import/missing", ["pilot", "import", "nope.json"])
+case("pilot-compare/html-is-input", ["pilot", "compare", "plan.json", "--html", "plan.json", "--no-store"])
+for opt, v in [("--port", "70000"), ("--port", "abc"), ("--max-upload-mb", "0")]:
+    case(f"serve/{opt[2:]}={v}", ["serve", opt, v])
+case("serve/public-host-without-token", ["serve", "--host", "0.0.0.0"])
+case("serve/token-file-missing", ["serve", "--host", "0.0.0.0", "--token-file", "nope.txt"])
+case("serve/log-level-bogus", ["serve", "--log-level", "loud"])
+case("scan/task-bogus", ["scan", "cfg.json", "--task", "cooking"])
+case("scan/output-bogus", ["scan", "cfg.json", "--output", "pdf"])
+
+
 @pytest.mark.parametrize(("argv", "files", "outputs"), [pytest.param(a, f, o, id=i) for i, a, f, o in CASES])
 def test_bad_argument(
     sandbox: Sandbox, argv: list[str], files: dict[str, bytes | None], outputs: tuple[str, ...]
