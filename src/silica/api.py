@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from silica.cli._common import plain
 from silica.errors import InputError, UnknownNameError
+from silica.jsonable import plain
 
 __all__ = [
     "Result",
@@ -136,7 +136,7 @@ def _model(model: Any) -> Any:
 
     if isinstance(model, ModelSpec):
         return model
-    from silica.models.registry import _unknown
+    from silica.models.registry import unknown_model
 
     known = list_models()
     if not isinstance(model, str):
@@ -148,7 +148,7 @@ def _model(model: Any) -> Any:
             raise UnknownNameError(
                 "model", model, known, "pass a bundled model id (`silica models`); paths are not read here."
             )
-        raise _unknown(model)  # the registry's own message, word for word what the CLI prints
+        raise unknown_model(model)  # the registry's own message, word for word what the CLI prints
     return load_model(model)
 
 

@@ -204,7 +204,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _targets(html: Path | None, md: Path | None) -> list[tuple[Path, str]]:
-    from silica.cli.advise_cmd import _check_target
+    from silica.cli._files import check_target
     from silica.errors import InputError
 
     out = []
@@ -212,22 +212,22 @@ def _targets(html: Path | None, md: Path | None) -> list[tuple[Path, str]]:
         raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
     for path, kind in ((html, "html"), (md, "md")):
         if path is not None:
-            _check_target(path)
+            check_target(path)
             out.append((path, kind))
     return out
 
 
 def _write_reports(result: Any, targets: list[tuple[Path, str]]) -> None:
-    from silica.cli.advise_cmd import _write_atomic
+    from silica.cli._files import write_atomic
     from silica.report.monitor import monitor_html, monitor_markdown
 
     for path, kind in targets:
-        _write_atomic(path, monitor_html(result) if kind == "html" else monitor_markdown(result))
+        write_atomic(path, monitor_html(result) if kind == "html" else monitor_markdown(result))
         sys.stderr.write(f"wrote {path}\n")
 
 
 def _store(result: Any) -> None:
-    from silica.cli.advise_cmd import _store as store_records
+    from silica.cli._files import store_records
 
     store_records([("monitor", name, payload) for name, payload in result.summaries()])
 

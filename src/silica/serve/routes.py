@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from silica import api
-from silica.cli._common import plain
+from silica.jsonable import plain
 from silica.serve import actions
 from silica.serve.problems import ProblemError
 
