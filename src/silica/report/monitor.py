@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from silica import __version__
-from silica.monitor.report import DeploymentReport, Latency, MonitorReport, Span
+from silica.monitor.results import DeploymentReport, Latency, MonitorReport, Span
 from silica.report.html import CSS, _t, _table
 from silica.report.markdown import _table as _md_table
 from silica.report.svg import Line, line_chart
