@@ -173,8 +173,14 @@ def _workload(task: str, kw: Mapping[str, Any]) -> Any:
     from silica.workload import InferenceWorkload, TrainingWorkload
 
     if task == "inference":
-        allowed = set(InferenceWorkload.__dataclass_fields__) - {"task"}
-        return InferenceWorkload(**_only(kw, allowed, "inference"))
+        given = _only(kw, {*InferenceWorkload.__dataclass_fields__} - {"task"}, "inference")
+        missing = [k for k in ("input_len", "output_len") if k not in given]
+        if missing:  # the dataclass would raise a TypeError, which is no message for a notebook user
+            raise InputError(
+                f"An inference workload needs {' and '.join(missing)}.",
+                "pass e.g. input_len=1024, output_len=256.",
+            )
+        return InferenceWorkload(**given)
     if task == "training":
         allowed = set(TrainingWorkload.__dataclass_fields__) - {"task"}
         if kw.get("seq_len") is None:
