@@ -21,6 +21,7 @@ from silica.perf.calibration import PARAM_BOUNDS, Calibration, FamilyParams, loa
 from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay, without_user_overlay
 from silica.pilot.loadplan import Deployed, LoadPlan
 from silica.plan import estimate
+from silica.results import InferenceEstimate
 from silica.workload import Deployment, InferenceWorkload
 
 __all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
@@ -46,6 +47,7 @@ def _predict(dep: Deployed, plan: LoadPlan, cal: Calibration, c: int) -> tuple[f
         seq_len=dep.max_len if dep.vendor == "aws" else None,
     )
     e = estimate(dep.model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=cal)
+    assert isinstance(e, InferenceEstimate)  # an inference workload gets an inference estimate
     return e.ttft_ms, e.tpot_ms
 
 

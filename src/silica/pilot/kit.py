@@ -20,6 +20,7 @@ from silica.errors import InputError
 from silica.pilot.engines import Engine, engine_for
 from silica.pilot.loadplan import PLAN_FILE, PREDICTION_FILE, Deployed, LoadPlan
 from silica.plan import estimate
+from silica.results import InferenceEstimate
 from silica.workload import Deployment, InferenceWorkload, check_dtype
 
 __all__ = ["Kit", "make_kit", "predict_steps", "write_kit"]
@@ -71,6 +72,7 @@ def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[s
             seq_len=dep.max_len if dep.vendor == "aws" else None,
         )
         e = estimate(model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration)
+        assert isinstance(e, InferenceEstimate)  # an inference workload gets an inference estimate
         note = e.calibration
         steps.append(
             {
