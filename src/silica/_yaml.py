@@ -121,6 +121,7 @@ class _Budget:
 
     seen: set[int] = field(default_factory=set)
     repeated: int = 0
+    open: set[int] = field(default_factory=set)  # collections being converted: the path from the root
 
 
 def _convert(
@@ -141,6 +142,28 @@ def _convert(
             )
     else:
         budget.seen.add(id(node))
+    if id(node) in budget.open:  # `a: &a [*a]`: the alias points back up its own path
+        raise DataFileError(
+            f"{path}, line {node.start_mark.line + 1}: a YAML alias refers to a value that contains it.",
+            "a Silica file cannot hold itself; write the value out.",
+        )
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        budget.open.add(id(node))
+        try:
+            return _collection(node, where, lines, loader, path, budget)
+        finally:
+            budget.open.discard(id(node))
+    return _scalar(node, loader, path)
+
+
+def _collection(
+    node: yaml.MappingNode | yaml.SequenceNode,
+    where: Path_,
+    lines: dict[Path_, int],
+    loader: yaml.SafeLoader,
+    path: Path,
+    budget: _Budget,
+) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -160,14 +183,12 @@ def _convert(
             lines[here] = key_node.start_mark.line + 1
             out[str(key)] = _convert(value_node, here, lines, loader, path, budget)
         return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for i, item in enumerate(node.value):
-            here = (*where, i)
-            lines[here] = item.start_mark.line + 1
-            items.append(_convert(item, here, lines, loader, path, budget))
-        return items
-    return _scalar(node, loader, path)
+    items = []
+    for i, item in enumerate(node.value):  # a sequence
+        here = (*where, i)
+        lines[here] = item.start_mark.line + 1
+        items.append(_convert(item, here, lines, loader, path, budget))
+    return items
 
 
 def _scalar(node: yaml.Node, loader: yaml.SafeLoader, path: Path) -> Any:

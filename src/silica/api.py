@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from silica.cli._common import plain
 from silica.errors import InputError, UnknownNameError
+from silica.jsonable import plain
 
 __all__ = [
     "Result",
@@ -136,7 +136,7 @@ def _model(model: Any) -> Any:
 
     if isinstance(model, ModelSpec):
         return model
-    from silica.models.registry import _unknown
+    from silica.models.registry import unknown_model
 
     known = list_models()
     if not isinstance(model, str):
@@ -148,7 +148,7 @@ def _model(model: Any) -> Any:
             raise UnknownNameError(
                 "model", model, known, "pass a bundled model id (`silica models`); paths are not read here."
             )
-        raise _unknown(model)  # the registry's own message, word for word what the CLI prints
+        raise unknown_model(model)  # the registry's own message, word for word what the CLI prints
     return load_model(model)
 
 
@@ -173,8 +173,14 @@ def _workload(task: str, kw: Mapping[str, Any]) -> Any:
     from silica.workload import InferenceWorkload, TrainingWorkload
 
     if task == "inference":
-        allowed = set(InferenceWorkload.__dataclass_fields__) - {"task"}
-        return InferenceWorkload(**_only(kw, allowed, "inference"))
+        given = _only(kw, {*InferenceWorkload.__dataclass_fields__} - {"task"}, "inference")
+        missing = [k for k in ("input_len", "output_len") if k not in given]
+        if missing:  # the dataclass would raise a TypeError, which is no message for a notebook user
+            raise InputError(
+                f"An inference workload needs {' and '.join(missing)}.",
+                "pass e.g. input_len=1024, output_len=256.",
+            )
+        return InferenceWorkload(**given)
     if task == "training":
         allowed = set(TrainingWorkload.__dataclass_fields__) - {"task"}
         if kw.get("seq_len") is None:

@@ -26,6 +26,7 @@ BAD_FILES: dict[str, bytes | None] = {
     "deep-json": b"[" * DEEP + b"]" * DEEP,  # 100,000-deep nesting
     "deep-map": b'{"a":' * DEEP + b"1" + b"}" * DEEP,
     "yaml-bomb": BOMB,  # billion laughs: 9^9 values if aliases were expanded
+    "yaml-self-alias": b"a: &a [*a]\nb: &b {k: *b}\n",  # a value that contains itself
     "json-number": b"5\n",
     "json-list": b"[1, 2, 3]\n",
     "json-nan": b'{"value": NaN, "other": Infinity}\n',

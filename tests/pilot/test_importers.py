@@ -93,3 +93,18 @@ def test_bad_files_are_one_line(tmp_path: Path) -> None:
     assert code == 2 and "not a report Silica knows" in err
     code, _, err = run("pilot", "import", str(tmp_path / "missing.json"))
     assert code == 2 and "Cannot read" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("pilot", "compare"), ("calibrate", "--from-pilot"), ("calibrate", "--from-monitor")],
+)
+def test_a_binary_results_file_is_one_line_not_an_internal_error(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A file that is not UTF-8 text was an internal error (exit 70) before; it is bad input."""
+    binary = tmp_path / "result.json"
+    binary.write_bytes(b"\x00\xff\xfe binary")
+    code, _, err = run(*args, str(binary))
+    assert code == 2, err
+    assert "not UTF-8 text" in err and err.count("\n") == 1

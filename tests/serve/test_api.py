@@ -123,6 +123,11 @@ def test_infeasible_slo_and_bad_workload_are_4xx(client: Any) -> None:
     assert bad.status_code == 400 and "contradicts" in bad.json()["detail"]
     training = client.post("/api/v1/compare", json={"model": "llama-3.1-8b", "task": "training"})
     assert training.status_code == 400 and "sequence length" in training.json()["detail"]
+    # Shapes sent as null were a TypeError inside the library, so a 500.
+    null = client.post(
+        "/api/v1/estimate", json={"model": "llama-3.1-8b", "on": "inf2.xlarge", "input_len": None}
+    )
+    assert null.status_code == 400 and "needs input_len" in null.json()["detail"]
 
 
 def _advise(client: Any, **data: Any) -> Any:

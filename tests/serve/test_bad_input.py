@@ -78,6 +78,11 @@ def test_yaml_bomb_binary_config_and_path_tricks(client: Any, backend: str) -> N
     before = open_store(backend).count()
     bomb = client.post("/api/v1/advise", files={"inventory": ("bomb.yaml", _bomb())})
     assert "aliases" in _problem(bomb, 422)
+    # One alias that refers to its own holder is infinitely deep once loaded (it was a 500).
+    loop = client.post("/api/v1/advise", data={"text": "workloads: &w [*w]\n"})
+    assert "refers to the value that holds it" in _problem(loop, 422)
+    # An id larger than the database's integer overflowed in the driver (it was a 500).
+    assert "not an id the store can hold" in _problem(client.get("/api/v1/history/" + "9" * 30), 400)
     binary = client.post("/api/v1/scan", files={"config": ("config.json", bytes(range(256)) * 8)})
     assert "binary" in _problem(binary, 422)
     not_json = client.post("/api/v1/scan", files={"config": ("config.json", b"{'a': 1")})

@@ -77,3 +77,11 @@ def test_errors_are_library_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(InputError, match="needs pandas"):
         api.chips().to_frame()
+
+
+def test_an_inference_workload_without_shapes_is_an_input_error() -> None:
+    """It was a TypeError from the dataclass (a traceback in a notebook, a 500 behind an endpoint)."""
+    with pytest.raises(InputError, match="needs input_len and output_len"):
+        api.estimate("llama-3.1-8b", "inf2.xlarge")
+    with pytest.raises(InputError, match="needs output_len"):
+        api.compare("llama-3.1-8b", input_len=128)

@@ -6,16 +6,15 @@ Commands import heavy modules inside their bodies so that `silica --help` stays 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, is_dataclass
 from functools import wraps
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
 from silica.errors import SilicaError
+from silica.jsonable import plain
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -38,25 +37,6 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             fail(str(err), err.exit_code)
 
     return wrapper
-
-
-def plain(obj: Any) -> Any:
-    """Convert dataclasses, pydantic models and numpy scalars into JSON-ready Python values."""
-    if hasattr(obj, "to_dict"):
-        return plain(obj.to_dict())
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return plain(asdict(obj))
-    if hasattr(obj, "model_dump"):
-        return plain(obj.model_dump(mode="json"))
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [plain(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return plain(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def print_json(obj: Any) -> None:

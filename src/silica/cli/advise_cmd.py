@@ -18,8 +18,9 @@ from typing import Any
 
 import typer
 
-from silica.cli._common import command_line, handle_errors, plain, print_json, progress
+from silica.cli._common import command_line, handle_errors, print_json, progress
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
+from silica.cli._store import store_records
 
 _JSON = typer.Option(False, "--json", help="Print the library result as JSON.")
 _HTML = typer.Option(None, "--html", help="Write a self-contained HTML report (opens offline).")
@@ -48,6 +49,7 @@ def register(app: typer.Typer) -> None:
         """Per workload: best deployment per family, savings, migration effort, payback and a verdict."""
         from silica.advise import advise as run
         from silica.advise import load_inventory, parse_settings
+        from silica.advise.records import advice_records
         from silica.report import Meta
 
         _check_targets(html, md, inputs=(inventory,))  # before the work: never over the inventory
@@ -59,7 +61,7 @@ def register(app: typer.Typer) -> None:
         meta = Meta(command_line(), price_facts(inv.catalog, inv.option))
         reports = _render(result, html, md, "advice", meta)
         if not no_store:
-            _store(_advice_records(inv, result))
+            store_records(advice_records(inv, result))
         _write(reports)
         emit(_advice_listing(result), resolve_format(output, as_json), result)
 
@@ -95,7 +97,7 @@ def register(app: typer.Typer) -> None:
 
         reports = _render(result, html, md, "claims", Meta(command_line(), price_facts(catalog)))
         if not no_store:
-            _store([("claim", c.id, c.to_dict()) for c in result.claims])
+            store_records([("claim", c.id, c.to_dict()) for c in result.claims])
         _write(reports)
         emit(_claims_listing(result), resolve_format(output, as_json), result)
 
@@ -154,40 +156,6 @@ def register(app: typer.Typer) -> None:
         )
 
 
-def _advice_records(inv: Any, advice: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    """The inventory, each scan it used, the best estimate per family, and each recommendation."""
-    records: list[tuple[str, str, dict[str, Any]]] = [("inventory", str(inv.path), inv.to_dict())]
-    for spec in inv.workloads:
-        if spec.constraints.scan is not None:
-            records.append(
-                ("scan", f"{spec.name}: {spec.constraints.scan.path.name}", spec.constraints.scan.raw)
-            )
-    for w in advice.workloads:
-        for group, best in w.best.items():
-            if best.option is not None and best.option.estimate is not None:
-                records.append(("estimate", f"{w.name}/{group}", best.option.estimate.to_dict()))
-        records.append(("recommendation", w.name, w.to_dict()))
-    return records
-
-
-def _store(records: list[tuple[str, str, dict[str, Any]]]) -> None:
-    """Keep `records` in one transaction; without the store extra, say so and go on."""
-    from silica.errors import SilicaError
-
-    try:
-        from silica.store import open_store
-
-        store = open_store()
-    except SilicaError as err:
-        if "not installed" not in err.problem:
-            raise
-        sys.stderr.write(f"note: results not stored: {err}\n")
-        return
-    # Stored as printed by --json: non-finite floats become null, as JSON requires.
-    ids = store.record_many([(kind, name, plain(payload)) for kind, name, payload in records])
-    sys.stderr.write(f"stored {len(ids)} records (#{ids[0]}-#{ids[-1]}) in {store.display_url}\n")
-
-
 def _render(result: Any, html: Path | None, md: Path | None, what: str, meta: Any) -> list[tuple[Path, str]]:
     """Every requested report as text, each with a checked destination; nothing is written yet."""
     from silica.errors import InputError
@@ -223,15 +191,11 @@ def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...])
 
 def _write(reports: list[tuple[Path, str]]) -> None:
     """Write each report atomically: a temporary file in the same folder, renamed over the target."""
-    for path, text in reports:
-        _write_atomic(path, text)
-        sys.stderr.write(f"wrote {path}\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
     from silica._files import write_text
 
-    write_text(path, text)
+    for path, text in reports:
+        write_text(path, text)
+        sys.stderr.write(f"wrote {path}\n")
 
 
 def _advice_listing(advice: Any) -> Listing:

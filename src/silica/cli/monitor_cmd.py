@@ -219,16 +219,16 @@ def _targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> li
 
 
 def _write_reports(result: Any, targets: list[tuple[Path, str]]) -> None:
-    from silica.cli.advise_cmd import _write_atomic
+    from silica._files import write_text
     from silica.report.monitor import monitor_html, monitor_markdown
 
     for path, kind in targets:
-        _write_atomic(path, monitor_html(result) if kind == "html" else monitor_markdown(result))
+        write_text(path, monitor_html(result) if kind == "html" else monitor_markdown(result))
         sys.stderr.write(f"wrote {path}\n")
 
 
 def _store(result: Any) -> None:
-    from silica.cli.advise_cmd import _store as store_records
+    from silica.cli._store import store_records
 
     store_records([("monitor", name, payload) for name, payload in result.summaries()])
 

@@ -18,7 +18,7 @@ from silica.errors import DataFileError, UnknownNameError
 from silica.models.parse import parse_config
 from silica.models.spec import ModelSpec
 
-__all__ = ["config_path", "list_models", "load_config", "load_model"]
+__all__ = ["config_path", "list_models", "load_config", "load_model", "unknown_model"]
 
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
 _PROVENANCE = _DATA_DIR / "PROVENANCE.csv"
@@ -40,7 +40,7 @@ def list_models() -> list[str]:
 def config_path(model_id: str) -> Path:
     """Where a bundled model's config.json lives (for showing it or copying it as a template)."""
     if model_id not in _bundled_ids():
-        raise _unknown(model_id)
+        raise unknown_model(model_id)
     return _DATA_DIR / f"{model_id}.json"
 
 
@@ -132,7 +132,7 @@ def _locate(name_or_path: str) -> Path:
     if _REPO_ID.fullmatch(name_or_path) and not path.exists() and path.suffix != ".json":
         return _from_hub_cache(name_or_path)
     if path.suffix != ".json" and len(path.parts) < 2 and not path.exists():
-        raise _unknown(name_or_path)  # a bare word: a misspelt id, not a path
+        raise unknown_model(name_or_path)  # a bare word: a misspelt id, not a path
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"  # a Hugging Face model folder
     if not path.is_file():
@@ -208,7 +208,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value
 
 
-def _unknown(name: str) -> UnknownNameError:
+def unknown_model(name: str) -> UnknownNameError:
+    """The error for a model name that is neither bundled nor a file: the registry's one wording, which
+    the CLI and the HTTP API both show, with the closest bundled ids."""
     return UnknownNameError(
         "model",
         name,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from silica.monitor.plan import Planned, load_plan, parse_plan_arg
 from silica.monitor.prometheus import query_prometheus
-from silica.monitor.report import Advice, DeploymentReport, Drift, Latency, MonitorReport, Span, build_report
+from silica.monitor.report import build_report
+from silica.monitor.results import Advice, DeploymentReport, Drift, Latency, MonitorReport, Span
 from silica.monitor.series import Series, Telemetry, merge, read_exposition, read_file, read_neuron_monitor
 
 __all__ = [

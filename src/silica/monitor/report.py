@@ -10,163 +10,19 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
 from silica import cost
 from silica.errors import InputError
 from silica.monitor import figures as fg
 from silica.monitor.plan import Planned
+from silica.monitor.results import DeploymentReport, Latency, MonitorReport, Span, iso_utc
 from silica.monitor.series import Series, Telemetry
 from silica.monitor.signals import CHIP_LABELS, HOST_LABELS, signal_of
+from silica.monitor.verdicts import advice, drift_of, verdict, within_slo
 
-__all__ = ["Advice", "DeploymentReport", "Drift", "Latency", "MonitorReport", "Span", "build_report"]
+__all__ = ["build_report"]
 
 QUANTILES = (0.5, 0.9, 0.99)
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """One latency histogram over a span, in milliseconds."""
-
-    mean_ms: float | None
-    p50_ms: float | None
-    p90_ms: float | None
-    p99_ms: float | None
-    count: float
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """The figures of one deployment over one interval (the whole range, a window or a chart step)."""
-
-    start: float
-    end: float
-    output_tokens: float | None
-    output_tokens_per_s: float | None
-    prompt_tokens_per_s: float | None
-    ttft: Latency | None
-    tpot: Latency | None
-    utilisation: float | None  # mean busy fraction over the deployment's chips
-    instances: int | None  # hosts reporting hardware telemetry in the interval
-    instance_hours: float | None
-    usd: float | None
-    usd_per_1m_output_tokens: float | None
-    requests_running: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Drift:
-    """A window where a figure left the plan's band."""
-
-    deployment: str
-    start: float
-    end: float
-    figure: str  # "tpot_ms" or "ttft_ms"
-    planned: float
-    low: float
-    high: float
-    observed: float
-    ratio: float  # observed / planned
-    direction: str  # "slower" or "faster"
-
-    def describe(self) -> str:
-        pct = abs(self.ratio - 1.0) * 100
-        return (
-            f"{self.deployment} {_when(self.start)}-{_when(self.end)}: {self.figure[:4].upper()} "
-            f"{self.observed:.1f} ms vs plan {self.planned:.1f} ms ({pct:.0f}% {self.direction}, band "
-            f"{self.low:.1f}-{self.high:.1f} ms)"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Advice:
-    kind: str  # "right-size", "move traffic", "recalibrate", "check"
-    deployment: str
-    text: str
-    monthly_saving_usd: float | None = None
-
-
-@dataclass(frozen=True)
-class DeploymentReport:
-    name: str
-    plan: Planned
-    verdict: str
-    overall: Span
-    windows: tuple[Span, ...]
-    steps: tuple[Span, ...]  # for the charts
-    capacity_tokens_per_s: tuple[float | None, ...]  # per step: planned tokens/s for the hosts seen
-    chips: tuple[tuple[str, float], ...]  # (host/chip, mean busy fraction)
-    peak_instances: int | None
-    instances_from: str  # "telemetry" or "plan"
-    peak_output_tokens_per_s: float | None
-    drift: tuple[Drift, ...]
-    slo: dict[str, bool | None]
-    gaps: tuple[str, ...]
-    missing: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MonitorReport:
-    since: float
-    until: float
-    window_s: float
-    step_s: float
-    sources: tuple[str, ...]
-    deployments: tuple[DeploymentReport, ...]
-    advice: tuple[Advice, ...]
-    notes: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["since_iso"] = _iso(self.since)
-        out["until_iso"] = _iso(self.until)
-        out["drift"] = [d.describe() for dep in self.deployments for d in dep.drift]
-        return out
-
-    def summaries(self) -> list[tuple[str, dict[str, Any]]]:
-        """One store record per deployment and window: how it tracked its plan, not every sample."""
-        out = []
-        for dep in self.deployments:
-            for w in dep.windows:
-                drift = [d.describe() for d in dep.drift if d.start == w.start]
-                out.append(
-                    (
-                        f"{dep.name} {_iso(w.start)}/{_iso(w.end)}",
-                        {
-                            "deployment": dep.name,
-                            "instance": dep.plan.instance,
-                            "model": dep.plan.model,
-                            "start": _iso(w.start),
-                            "end": _iso(w.end),
-                            "verdict": "; ".join(drift) if drift else dep.verdict,
-                            "summary": _summary_line(dep, w, drift),
-                            "window": asdict(w),
-                            "planned": {
-                                "output_tokens_per_s_per_instance": dep.plan.tokens_per_s_per_instance,
-                                "ttft_ms": dep.plan.ttft_ms,
-                                "tpot_ms": dep.plan.tpot_ms,
-                                "usd_per_1m_output_tokens": dep.plan.usd_per_1m_output_tokens,
-                            },
-                            "drift": drift,
-                        },
-                    )
-                )
-        return out
-
-
-def _summary_line(dep: DeploymentReport, w: Span, drift: list[str]) -> str:
-    """The line `silica history` shows for one stored window."""
-    parts = [f"{dep.name} {_when(w.start)}-{_when(w.end)[-5:]}"]
-    if w.output_tokens_per_s is not None:
-        parts.append(f"{w.output_tokens_per_s:,.0f} tok/s")
-    if w.tpot is not None and w.tpot.mean_ms is not None and dep.plan.tpot_ms:
-        parts.append(f"TPOT {w.tpot.mean_ms:.1f} ms (plan {dep.plan.tpot_ms:.1f})")
-    if w.usd_per_1m_output_tokens is not None:
-        parts.append(f"${w.usd_per_1m_output_tokens:,.3f}/1M out")
-    parts.append("DRIFT: " + "; ".join(d.split(": ", 1)[-1] for d in drift) if drift else dep.verdict)
-    return ", ".join(parts)
 
 
 def build_report(
@@ -221,8 +77,8 @@ def build_report(
         )
         for p in plans
     )
-    advice = _advice(deps, target_utilisation)
-    return MonitorReport(since, until, window_s, step, telemetry.sources, deps, advice, tuple(notes))
+    said = advice(deps, target_utilisation)
+    return MonitorReport(since, until, window_s, step, telemetry.sources, deps, said, tuple(notes))
 
 
 def _default_step(span: float) -> float:
@@ -239,8 +95,8 @@ def _by_deployment(
     clipped = [s for s in clipped if s.times]
     if not clipped:
         raise InputError(
-            f"No sample between {_iso(since)} and {_iso(until)} in {', '.join(tel.sources)}.",
-            f"the data spans {_iso(tel.start or 0)} to {_iso(tel.end or 0)}; adjust --since/--until.",
+            f"No sample between {iso_utc(since)} and {iso_utc(until)} in {', '.join(tel.sources)}.",
+            f"the data spans {iso_utc(tel.start or 0)} to {iso_utc(tel.end or 0)}; adjust --since/--until.",
         )
     labelled = [s for s in clipped if s.label(label) is not None]
     if not labelled:
@@ -328,15 +184,15 @@ def _deployment(
     )
     peak = max((s.output_tokens_per_s for s in steps if s.output_tokens_per_s is not None), default=None)
     peak_instances = max((s.instances for s in steps if s.instances is not None), default=None)
-    drift = tuple(d for w in windows for d in _drift(plan, w))
+    drift = tuple(d for w in windows for d in drift_of(plan, w))
     slo = {
-        "ttft_p99_within_slo": _within(overall.ttft, ttft_slo),
-        "tpot_p99_within_slo": _within(overall.tpot, tpot_slo),
+        "ttft_p99_within_slo": within_slo(overall.ttft, ttft_slo),
+        "tpot_p99_within_slo": within_slo(overall.tpot, tpot_slo),
     }
     return DeploymentReport(
         name=plan.name,
         plan=plan,
-        verdict=_verdict(plan, drift, windows, peak, peak_instances, target),
+        verdict=verdict(plan, drift, windows, peak, peak_instances, target),
         overall=overall,
         windows=windows,
         steps=steps,
@@ -498,138 +354,6 @@ def _gaps(name: str, series: Sequence[Series]) -> list[str]:
         for a, b in fg.gaps(s):
             seen[(a, b)].append(_host(s) if _host(s) != "?" else s.name)
     return [
-        f"{name}: no samples from {', '.join(sorted(set(who))[:3])} between {_iso(a)} and {_iso(b)} ({(b - a) / 60:.0f} min)"
+        f"{name}: no samples from {', '.join(sorted(set(who))[:3])} between {iso_utc(a)} and {iso_utc(b)} ({(b - a) / 60:.0f} min)"
         for (a, b), who in sorted(seen.items())
     ]
-
-
-def _drift(plan: Planned, w: Span) -> list[Drift]:
-    out = []
-    for figure, latency, planned, low, high in (
-        ("tpot_ms", w.tpot, plan.tpot_ms, plan.tpot_ms_low, plan.tpot_ms_high),
-        ("ttft_ms", w.ttft, plan.ttft_ms, plan.ttft_ms_low, plan.ttft_ms_high),
-    ):
-        if latency is None or latency.mean_ms is None or planned is None or low is None or high is None:
-            continue
-        observed = latency.mean_ms
-        if observed > high or observed < low:
-            out.append(
-                Drift(
-                    plan.name,
-                    w.start,
-                    w.end,
-                    figure,
-                    planned,
-                    low,
-                    high,
-                    observed,
-                    observed / planned,
-                    "slower" if observed > high else "faster",
-                )
-            )
-    return out
-
-
-def _within(latency: Latency | None, slo: float | None) -> bool | None:
-    if latency is None or latency.p99_ms is None or slo is None:
-        return None
-    return latency.p99_ms <= slo
-
-
-def _needed(plan: Planned, peak: float | None, target: float) -> int | None:
-    per = plan.tokens_per_s_per_instance
-    if per is None or peak is None or per <= 0:
-        return None
-    return max(1, math.ceil(peak / (per * target) - 1e-9))
-
-
-def _verdict(
-    plan: Planned,
-    drift: tuple[Drift, ...],
-    windows: tuple[Span, ...],
-    peak: float | None,
-    peak_instances: int | None,
-    target: float,
-) -> str:
-    if all(w.output_tokens is None and w.tpot is None for w in windows):
-        return "no engine metrics"
-    slow = [d for d in drift if d.direction == "slower"]
-    if slow:
-        worst = max(slow, key=lambda d: d.ratio)
-        return f"slower than plan ({worst.figure[:4].upper()} +{(worst.ratio - 1) * 100:.0f}% in {len({d.start for d in slow})} of {len(windows)} windows)"
-    needed = _needed(plan, peak, target)
-    have = peak_instances if peak_instances is not None else plan.count
-    if needed is not None and needed < have:
-        return f"over-provisioned (peak needs {needed} of {have} instances)"
-    if drift:
-        return "faster than plan"
-    return "on plan"
-
-
-def _advice(deps: Sequence[DeploymentReport], target: float) -> tuple[Advice, ...]:
-    out: list[Advice] = []
-    for d in deps:
-        needed = _needed(d.plan, d.peak_output_tokens_per_s, target)
-        have = d.peak_instances if d.peak_instances is not None else d.plan.count
-        slo_ok = all(v is not False for v in d.slo.values())
-        slow = any(x.direction == "slower" for x in d.drift)
-        if needed is not None and needed < have and slo_ok and not slow:
-            saving = cost.usd_per_month(cost.usd_per_hour(d.plan.usd_per_instance_hour, have - needed))
-            money = f"saves ${saving:,.0f}/month" if saving is not None else "saving unknown (no price)"
-            out.append(
-                Advice(
-                    "right-size",
-                    d.name,
-                    f"{d.name}: peak {d.peak_output_tokens_per_s:,.0f} output tokens/s needs {needed} "
-                    f"{d.plan.instance} at {target:.0%} of planned capacity, {have} ran; run {needed}: {money}.",
-                    saving,
-                )
-            )
-        windows_with_data = [w for w in d.windows if w.tpot is not None]
-        slow_windows = {x.start for x in d.drift if x.direction == "slower" and x.figure == "tpot_ms"}
-        if len(windows_with_data) >= 2 and len(slow_windows) == len(windows_with_data):
-            ratio = sum(x.ratio for x in d.drift if x.figure == "tpot_ms") / len(slow_windows)
-            out.append(
-                Advice(
-                    "recalibrate",
-                    d.name,
-                    f"{d.name}: TPOT is {(ratio - 1) * 100:.0f}% above plan in every window: the calibration for "
-                    f"{d.plan.family or d.plan.instance} does not fit this deployment; run "
-                    "`silica calibrate --from-monitor` on steady windows.",
-                )
-            )
-        elif slow:
-            out.append(
-                Advice("check", d.name, f"{d.name}: slower than plan in some windows; see the drift list.")
-            )
-    hot = [d for d in deps if _load(d) is not None and (_load(d) or 0) > 0.9]
-    cold = [d for d in deps if _load(d) is not None and (_load(d) or 1) < 0.5]
-    for h in hot:
-        for c in cold:
-            if c.plan.model == h.plan.model and c is not h:
-                out.append(
-                    Advice(
-                        "move traffic",
-                        h.name,
-                        f"move traffic from {h.name} (peak {_load(h):.0%} of planned capacity) to {c.name} "
-                        f"(peak {_load(c):.0%}): both serve {h.plan.model or 'the same model'}.",
-                    )
-                )
-    return tuple(out)
-
-
-def _load(d: DeploymentReport) -> float | None:
-    loads = [
-        s.output_tokens_per_s / cap
-        for s, cap in zip(d.steps, d.capacity_tokens_per_s, strict=True)
-        if s.output_tokens_per_s is not None and cap
-    ]
-    return max(loads) if loads else None
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _when(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M")

@@ -45,120 +45,100 @@ class Signal:
     help: str
 
 
+def _signal(
+    key: str, kind: Kind, unit: str, help: str, *names: tuple[str, str] | tuple[str, str, float]
+) -> Signal:
+    """One table row: (exporter, metric name[, scale]) per name; the scale is 1 unless given."""
+    return Signal(key, kind, unit, tuple((n[0], n[1], n[2] if len(n) == 3 else 1.0) for n in names), help)
+
+
+# One row per signal: key, kind, unit, what it means, then the exporters' names for it.
 SIGNALS: tuple[Signal, ...] = (
-    Signal(
+    _signal(
         "generation_tokens",
         "counter",
         "tokens",
-        (
-            ("vllm", "vllm:generation_tokens_total", 1.0),
-            ("sglang", "sglang:generation_tokens_total", 1.0),
-            ("tgi", "tgi_request_generated_tokens_sum", 1.0),
-        ),
         "output tokens generated",
+        ("vllm", "vllm:generation_tokens_total"),
+        ("sglang", "sglang:generation_tokens_total"),
+        ("tgi", "tgi_request_generated_tokens_sum"),
     ),
-    Signal(
+    _signal(
         "prompt_tokens",
         "counter",
         "tokens",
-        (
-            ("vllm", "vllm:prompt_tokens_total", 1.0),
-            ("sglang", "sglang:prompt_tokens_total", 1.0),
-            ("tgi", "tgi_request_input_length_sum", 1.0),
-        ),
         "prompt tokens prefilled",
+        ("vllm", "vllm:prompt_tokens_total"),
+        ("sglang", "sglang:prompt_tokens_total"),
+        ("tgi", "tgi_request_input_length_sum"),
     ),
-    Signal(
+    _signal(
         "requests_running",
         "gauge",
         "requests",
-        (
-            ("vllm", "vllm:num_requests_running", 1.0),
-            ("sglang", "sglang:num_running_reqs", 1.0),
-            ("tgi", "tgi_batch_current_size", 1.0),
-        ),
         "requests in the running batch",
+        ("vllm", "vllm:num_requests_running"),
+        ("sglang", "sglang:num_running_reqs"),
+        ("tgi", "tgi_batch_current_size"),
     ),
-    Signal(
+    _signal(
         "requests_waiting",
         "gauge",
         "requests",
-        (
-            ("vllm", "vllm:num_requests_waiting", 1.0),
-            ("sglang", "sglang:num_queue_reqs", 1.0),
-            ("tgi", "tgi_queue_size", 1.0),
-        ),
         "requests queued",
+        ("vllm", "vllm:num_requests_waiting"),
+        ("sglang", "sglang:num_queue_reqs"),
+        ("tgi", "tgi_queue_size"),
     ),
-    Signal(
+    _signal(
         "ttft",
         "histogram",
         "s",
-        (
-            ("vllm", "vllm:time_to_first_token_seconds", 1.0),
-            ("sglang", "sglang:time_to_first_token_seconds", 1.0),
-        ),
         "time to first token",
+        ("vllm", "vllm:time_to_first_token_seconds"),
+        ("sglang", "sglang:time_to_first_token_seconds"),
     ),
-    Signal(
+    _signal(
         "tpot",
         "histogram",
         "s",
-        (
-            ("vllm", "vllm:inter_token_latency_seconds", 1.0),
-            ("vllm", "vllm:time_per_output_token_seconds", 1.0),
-            ("sglang", "sglang:inter_token_latency_seconds", 1.0),
-            ("tgi", "tgi_request_mean_time_per_token_duration", 1.0),
-        ),
         "time per output token",
+        ("vllm", "vllm:inter_token_latency_seconds"),
+        ("vllm", "vllm:time_per_output_token_seconds"),
+        ("sglang", "sglang:inter_token_latency_seconds"),
+        ("tgi", "tgi_request_mean_time_per_token_duration"),
     ),
-    Signal(
+    _signal(
         "chip_utilisation",
         "gauge",
         "fraction",
-        (
-            ("dcgm", "DCGM_FI_DEV_GPU_UTIL", 0.01),
-            ("neuron-monitor", "neuroncore_utilization_ratio", 1.0),
-        ),
         "GPU / NeuronCore busy fraction",
+        ("dcgm", "DCGM_FI_DEV_GPU_UTIL", 0.01),
+        ("neuron-monitor", "neuroncore_utilization_ratio"),
     ),
-    Signal(
-        "sm_active",
-        "gauge",
-        "fraction",
-        (("dcgm", "DCGM_FI_PROF_SM_ACTIVE", 1.0),),
-        "SM active ratio",
-    ),
-    Signal(
+    _signal("sm_active", "gauge", "fraction", "SM active ratio", ("dcgm", "DCGM_FI_PROF_SM_ACTIVE")),
+    _signal(
         "tensor_active",
         "gauge",
         "fraction",
-        (("dcgm", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1.0),),
         "tensor pipe active ratio",
+        ("dcgm", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
     ),
-    Signal(
+    _signal(
         "memory_used",
         "gauge",
         "bytes",
-        (
-            ("dcgm", "DCGM_FI_DEV_FB_USED", 1024.0 * 1024.0),
-            ("neuron-monitor", "neuron_runtime_memory_used_bytes", 1.0),
-        ),
         "accelerator memory used",
+        ("dcgm", "DCGM_FI_DEV_FB_USED", 1048576.0),
+        ("neuron-monitor", "neuron_runtime_memory_used_bytes"),
     ),
-    Signal(
-        "power",
-        "gauge",
-        "W",
-        (("dcgm", "DCGM_FI_DEV_POWER_USAGE", 1.0),),
-        "board power draw",
-    ),
-    Signal(
+    _signal("power", "gauge", "W", "board power draw", ("dcgm", "DCGM_FI_DEV_POWER_USAGE")),
+    _signal(
         "execution_errors",
         "counter",
         "errors",
-        (("neuron-monitor", "execution_errors_total", 1.0),),
         "Neuron runtime execution errors",
+        ("neuron-monitor", "execution_errors_total"),
     ),
 )
 

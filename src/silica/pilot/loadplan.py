@@ -108,10 +108,16 @@ def default_plan(
 
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object Silica wrote (pilot result, prediction, monitor report); anything else is one line."""
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise DataFileError(f"Cannot read {what} {path}: {err.strerror}.", "check the path.") from err
+    except UnicodeDecodeError as err:  # a binary file: not a ValueError the guard knows as bad input
+        raise DataFileError(
+            f"{what.capitalize()} {path} is not JSON: it is not UTF-8 text (byte {err.start}).",
+            "pass the file Silica wrote.",
+        ) from err
     except json.JSONDecodeError as err:
         raise DataFileError(
             f"{what.capitalize()} {path} is not JSON: {err.msg} (line {err.lineno}).",

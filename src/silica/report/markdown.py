@@ -11,14 +11,14 @@ from silica.report.advice import steps_text
 from silica.report.claims import source_line
 from silica.report.page import Meta
 
-__all__ = ["advice_markdown", "claims_markdown"]
+__all__ = ["advice_markdown", "claims_markdown", "md_table"]
 
 
 def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+def md_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
     return [*out, ""]
@@ -27,7 +27,7 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
 def advice_markdown(advice: Advice, meta: Meta) -> str:
     """The `silica advise --md` report."""
     lines = ["# Silica advice", "", meta.line(), "", f"Inventory: `{advice.inventory}`", "", "## Summary", ""]
-    lines += _table(
+    lines += md_table(
         [
             "workload",
             "verdict",
@@ -52,14 +52,14 @@ def advice_markdown(advice: Advice, meta: Meta) -> str:
     for a in advice.workloads:
         lines += _workload(a)
     lines += ["## Decision rules", ""]
-    lines += _table(
+    lines += md_table(
         ["threshold", "value", "source", "overridden by"],
         (
             [n, f"{t['value']:g} {t['unit']}", t["source"], t["overridden_by"] or "-"]
             for n, t in advice.rules["thresholds"].items()
         ),
     )
-    lines += _table(
+    lines += md_table(
         ["rule", "effect", "says", "source"],
         ([r["id"], r["effect"], r["says"], r["source"]] for r in advice.rules["rules"]),
     )
@@ -89,10 +89,12 @@ def _workload(a: WorkloadAdvice) -> list[str]:
                 "; ".join([status, *map(_reason, (*best.reasons, *o.reasons))]),
             ]
         )
-    lines += _table(["family", "best deployment", "per month", "saving", "payback", "status and notes"], rows)
+    lines += md_table(
+        ["family", "best deployment", "per month", "saving", "payback", "status and notes"], rows
+    )
     s = a.sensitivity
     lines += [f"Sensitivity (rows: proposed prices scaled; columns: {s.utilisation_name}):", ""]
-    lines += _table(
+    lines += md_table(
         ["price", *(f"{u:g}" for u in s.utilisations)],
         ([f"x{f:g}", *row] for f, row in zip(s.price_factors, s.verdicts, strict=True)),
     )
@@ -114,7 +116,7 @@ def claims_markdown(report: ClaimsReport, meta: Meta) -> str:
         f"Prices: {report.prices} (catalog); tolerance {report.tolerance:.0%}.",
         "",
     ]
-    lines += _table(
+    lines += md_table(
         ["claim", "verdict", "Silica computes", "holds at"],
         (
             [

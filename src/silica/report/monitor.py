@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from silica import __version__
-from silica.monitor.report import DeploymentReport, Latency, MonitorReport, Span
-from silica.report.markdown import _table as _md_table
+from silica.monitor.results import DeploymentReport, Latency, MonitorReport, Span
+from silica.report.markdown import md_table
 from silica.report.page import Meta, figure, page
 from silica.report.page import table as _table
 from silica.report.page import text as _t
@@ -250,7 +250,7 @@ def monitor_markdown(report: MonitorReport) -> str:
         "",
     ]
     plain = [[_plain(c) for c in row] for row in _summary_rows(report)]
-    lines += _md_table(SUMMARY_HEAD, plain)
+    lines += md_table(SUMMARY_HEAD, plain)
     lines += ["", "## Drift outside the plan's band", ""]
     drift = [x.describe() for d in report.deployments for x in d.drift]
     lines += [f"- {x}" for x in drift] or ["None."]
@@ -258,7 +258,7 @@ def monitor_markdown(report: MonitorReport) -> str:
     lines += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["Nothing to change."]
     for d in report.deployments:
         lines += ["", f"## {d.name}", "", f"Plan: {d.plan.source}", ""]
-        lines += _md_table(
+        lines += md_table(
             (
                 "window",
                 "tokens/s",

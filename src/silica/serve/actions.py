@@ -22,8 +22,8 @@ from fastapi import Request, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from silica import api
-from silica.cli._common import plain
 from silica.errors import SilicaError
+from silica.jsonable import plain
 from silica.serve.jobs import Job, Jobs
 from silica.serve.problems import ProblemError
 from silica.serve.settings import ServeSettings
@@ -124,7 +124,7 @@ class AdviceRun:
 def advise(state: Any, upload: InventoryUpload, settings: list[str], keep: bool) -> AdviceRun:
     """Advise the uploaded inventory; render both reports; then store every record in one transaction."""
     from silica.advise import load_inventory
-    from silica.cli.advise_cmd import _advice_records
+    from silica.advise.records import advice_records
     from silica.report import Meta, advice_html, advice_markdown, price_facts
 
     with upload_dir() as folder, _scrubbed(folder):
@@ -141,7 +141,7 @@ def advise(state: Any, upload: InventoryUpload, settings: list[str], keep: bool)
         html = _scrub(advice_html(result, meta), folder)
         markdown = _scrub(advice_markdown(result, meta), folder)
         records = [
-            (k, _scrub(n, folder), _scrub(plain(p), folder)) for k, n, p in _advice_records(inv, result)
+            (k, _scrub(n, folder), _scrub(plain(p), folder)) for k, n, p in advice_records(inv, result)
         ]
         result = _scrub(plain(result), folder)
     ids: list[int] = []

@@ -8,6 +8,7 @@ adds security headers (no inline script, nothing loaded from elsewhere).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http.cookies import SimpleCookie
@@ -159,13 +160,23 @@ class Guard:
 
 def _warm() -> None:
     """Load the catalog, the calibration and the model registry before the first request, so fifty
-    clients arriving at once do not all parse the same files."""
+    clients arriving at once do not all parse the same files; and run one estimate and one compare, so
+    that every module their path imports lazily (plan, perf, cost, the calibration overlay) is imported
+    here, once, and never by several worker threads at the same moment (concurrent first imports of
+    modules that import each other can see a partly initialised module)."""
     from silica import api
+    from silica.errors import SilicaError
+    from silica.models import list_models
     from silica.perf.calibration import load_calibration
 
     api.models()
     api.chips()
     load_calibration(None)
+    model, instance = list_models()[0], str(api.instances().records()[0]["instance.id"])
+    with contextlib.suppress(SilicaError):  # infeasible is an answer too: the imports are the point
+        api.estimate(model, instance, input_len=128, output_len=16)
+    with contextlib.suppress(SilicaError):
+        api.compare(model, instances=[instance], input_len=128, output_len=16)
 
 
 def create_app(settings: ServeSettings | None = None) -> Any:

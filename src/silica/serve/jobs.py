@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from silica.cli._common import plain
 from silica.errors import SilicaError
+from silica.jsonable import plain
 from silica.serve.problems import ProblemError
 
 __all__ = ["Job", "Jobs"]

@@ -12,11 +12,11 @@ from pydantic import ValidationError
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from silica import api
-from silica.cli._common import plain
 from silica.errors import SilicaError
+from silica.jsonable import plain
 from silica.serve import actions
 from silica.serve._html import bar_band_chart, esc, num, page, table
-from silica.serve.problems import ProblemError, _status
+from silica.serve.problems import ProblemError, error_status
 from silica.serve.routes import CompareRequest
 
 __all__ = ["router"]
@@ -47,7 +47,7 @@ def _error_box(message: str) -> str:
 
 def _status_of(err: Exception) -> int:
     if isinstance(err, SilicaError):
-        return _status(err)[0]
+        return error_status(err)[0]
     if isinstance(err, ProblemError):
         return err.status
     return 400

@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from silica.errors import DataFileError, InfeasibleError, SilicaError, UnknownNameError
 
-__all__ = ["MEDIA_TYPE", "ProblemError", "install", "problem_response"]
+__all__ = ["MEDIA_TYPE", "ProblemError", "error_status", "install", "problem_response"]
 
 MEDIA_TYPE = "application/problem+json"
 log = logging.getLogger("silica.serve")
@@ -59,7 +59,8 @@ def problem_response(
     return Response(json.dumps(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
-def _status(err: SilicaError) -> tuple[int, str]:
+def error_status(err: SilicaError) -> tuple[int, str]:
+    """The HTTP status and problem kind for a library error; the API and the pages answer alike."""
     from silica.store import StoreError
 
     if isinstance(err, UnknownNameError):
@@ -74,7 +75,7 @@ def _status(err: SilicaError) -> tuple[int, str]:
 
 
 def silica_error(err: SilicaError) -> Response:
-    status, kind = _status(err)
+    status, kind = error_status(err)
     return problem_response(status, str(err), kind=kind, problem=err.problem, fix=err.fix)
 
 

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from silica import api
-from silica.cli._common import plain
+from silica.jsonable import plain
 from silica.serve import actions
 from silica.serve.problems import ProblemError
 
@@ -284,11 +284,16 @@ def history(
     return _json(actions.history(request.app.state.settings, kind, limit))
 
 
+_MAX_RECORD_ID = 2**63 - 1  # SQLite's INTEGER and PostgreSQL's BIGINT
+
+
 @router.get("/history/{record_id}", tags=["store"])
 def history_record(request: Request, record_id: int) -> Response:
     """One stored record in full (`silica history --id N`)."""
-    if record_id < 1:
-        raise ProblemError(400, f"Record id {record_id} is not positive.", "use an id from /api/v1/history.")
+    if not 1 <= record_id <= _MAX_RECORD_ID:  # a larger integer overflows the database's (a 500 before)
+        raise ProblemError(
+            400, f"Record id {record_id} is not an id the store can hold.", "use an id from /api/v1/history."
+        )
     return _json(actions.record(request.app.state.settings, record_id))
 
 

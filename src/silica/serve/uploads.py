@@ -75,9 +75,17 @@ def check_yaml(text: str, label: str) -> None:
     """Refuse YAML that is a bomb (aliases, depth) or reaches outside the upload; syntax is left to
     the library's loader, which names the line."""
     aliases = depth = 0
+    open_anchors: list[str | None] = []  # the anchor of each collection not yet closed
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent):
+                if event.anchor in open_anchors:  # `a: &a [*a]`: infinitely deep once loaded
+                    line = event.start_mark.line + 1 if event.start_mark else 0
+                    raise ProblemError(
+                        422,
+                        f"{label}, line {line}: the alias *{event.anchor} refers to the value that holds it.",
+                        "write the values out; inventories and fleet files need no aliases.",
+                    )
                 aliases += 1
                 if aliases > MAX_ALIASES:
                     raise ProblemError(
@@ -87,6 +95,7 @@ def check_yaml(text: str, label: str) -> None:
                     )
             elif isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
+                open_anchors.append(event.anchor)
                 if depth > MAX_DEPTH:
                     raise ProblemError(
                         422,
@@ -95,6 +104,7 @@ def check_yaml(text: str, label: str) -> None:
                     )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
+                open_anchors.pop()
             elif isinstance(event, yaml.ScalarEvent) and _escapes(event.value):
                 line = event.start_mark.line + 1 if event.start_mark else 0
                 raise ProblemError(
