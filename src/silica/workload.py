@@ -44,7 +44,9 @@ def _positive(name: str, value: float | None, flag: str, limit: float | None = N
         )
     if value is not None and limit is not None and value > limit:
         shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
-        raise InputError(f"{name} {shown} is over the limit of {limit:,.0f}.", LIMITS_FIX[flag])
+        raise InputError(
+            f"{name} {shown} is over the limit of {limit:,.0f}.", LIMITS_FIX.get(flag, "check the number.")
+        )
 
 
 # Upper bounds on what a user can ask for. Each is far above any real workload or fleet, so reaching
@@ -52,6 +54,8 @@ def _positive(name: str, value: float | None, flag: str, limit: float | None = N
 # for a 32-layer model, or "no configuration meets the SLOs" when no SLO was given.
 MAX_TOKENS = 100_000_000  # per request: 10x the longest published context (Llama 4 Scout, 10M)
 MAX_BATCH = 1_000_000  # concurrent sequences on one deployment
+# Sequences per optimizer step: published BERT-style pretraining runs use 2^20 (1,048,576) at seq 128.
+MAX_GLOBAL_BATCH = 100_000_000
 MAX_RATE = 1e9  # requests/s: three orders above the largest public API's reported traffic
 MAX_TOKENS_PER_MONTH = 1e18
 MAX_INSTANCES = 100_000  # instances in one deployment (the largest GPU clusters are ~10^5 chips)
@@ -61,6 +65,8 @@ LIMITS_FIX = {
     "--output-len": "no model writes that many tokens; check the number.",
     "--seq-len": "no model has a context that long; check the number.",
     "--batch": "no deployment holds that many sequences; check the number.",
+    "--global-batch": "no training step takes that many sequences; check the number.",
+    "--micro-batch": "no chip holds that many sequences per micro-batch; check the number.",
     "--rate": "no service sees that load; give the requests per second you expect.",
     "--tokens-per-month": "no service sees that load; give the tokens per month you expect.",
     "INSTANCExCOUNT": f"plan at most {MAX_INSTANCES:,} instances (e.g. --on p5.48xlargex16).",
@@ -160,7 +166,7 @@ class TrainingWorkload:
     def __post_init__(self) -> None:
         _positive("Sequence length", self.seq_len, "--seq-len", MAX_TOKENS)
         _positive("Tokens", self.tokens, "--tokens")
-        _positive("Global batch", self.global_batch, "--global-batch", MAX_BATCH)
+        _positive("Global batch", self.global_batch, "--global-batch", MAX_GLOBAL_BATCH)
         _positive("Micro batch", self.micro_batch, "--micro-batch", MAX_BATCH)
         _positive("The deadline", self.deadline_days, "--deadline-days")
         check_dtype(self.compute_dtype, "compute dtype")
