@@ -184,3 +184,13 @@ def test_calibrate_writes_a_loadable_file_and_refuses_an_unwritable_path(tmp_pat
     assert cal.params == {}  # one row is too few to fit a family: nothing is invented
     bad = run("calibrate", str(rows), "--out", str(tmp_path / "missing" / "cal.json"))
     assert bad.exit_code == 2 and "Cannot write" in bad.stderr
+
+
+def test_fp32_weights_served_in_bf16_say_they_are_cast_not_2_bytes_of_fp32() -> None:
+    """Neuron compiles fp32 checkpoints with bf16 auto-cast (the published encoder rows do): accepted,
+    and the estimate says the weights are cast at load instead of printing "fp32 (2 B/param)"."""
+    r = run("estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--weight-dtype", "fp32", "--json")
+    assert r.exit_code == 0, r.output
+    notes = json.loads(r.stdout)["assumptions"]
+    assert any("weights fp32, cast to bf16 at load (2 B/param in HBM)" in n for n in notes), notes
+    assert not any("fp32 (2 B/param" in n for n in notes)

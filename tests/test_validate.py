@@ -29,8 +29,10 @@ def report():
 
 
 @needs_published
-def test_predicts_at_least_95_percent_of_rows(report) -> None:
-    assert report.predicted / report.rows >= 0.95
+def test_predicts_every_published_row(report) -> None:
+    """Every row is for hardware Silica knows: a skip is a regression (20 fp32-weight encoder rows
+    were once refused by a dtype check), so none is allowed."""
+    assert report.predicted == report.rows, [p.skipped for p in report.predictions if p.skipped][:5]
 
 
 @needs_published

@@ -34,9 +34,6 @@ def check_dtype(value: str, what: str) -> Dtype:
     return value
 
 
-_WIDTH = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "fp4": 4, "int4": 4}  # bits
-
-
 def _positive(name: str, value: float | None, flag: str, limit: float | None = None) -> None:
     if value is not None and not (value > 0 and math.isfinite(value)):
         raise InputError(
@@ -122,15 +119,6 @@ class InferenceWorkload:
                 )
         check_dtype(self.weight_dtype, "weight dtype")
         check_dtype(self.compute_dtype, "compute dtype")
-        if _WIDTH.get(self.weight_dtype, 0) > _WIDTH.get(self.compute_dtype, 0):
-            # Weight-only quantisation stores weights narrower than the matmuls; wider weights would be
-            # cast down at load (an fp32 checkpoint served in bf16 takes 2 B/param), so asking for
-            # them is a contradiction, and it was printed as "fp32 (2 B/param)". Refused, not guessed.
-            raise InputError(
-                f"Weight dtype {self.weight_dtype} is wider than the compute dtype {self.compute_dtype}.",
-                f"for {self.weight_dtype} weights pass --dtype {self.weight_dtype}; --weight-dtype is for "
-                "narrower weights (int8, fp8, fp4).",
-            )
         if self.seq_len is not None and self.seq_len < self.input_len + self.output_len:
             raise InputError(
                 f"seq_len {self.seq_len} is shorter than input + output ({self.input_len + self.output_len}).",

@@ -88,7 +88,6 @@ CASES: list[tuple[str, list[str], dict[str, bytes], dict[str, str], str]] = [
         {},
         "over the limit of 100,000",
     ),
-    ("fp32-weights", [*E, "--weight-dtype", "fp32"], {}, {}, "wider than the compute dtype"),
     ("rate-1e308", [*E, "--rate", "1e308"], {}, {}, "request rate 1e+308 is over the limit"),
     ("batch-1e9", [*E, "--batch", "1000000000"], {}, {}, "Batch 1,000,000,000 is over the limit"),
     (

@@ -33,7 +33,7 @@ from silica.plan.targets import (
     tp_choices,
 )
 from silica.results import InferenceEstimate, PhaseTime
-from silica.workload import InferenceWorkload
+from silica.workload import DTYPE_BYTES, InferenceWorkload
 
 __all__ = ["evaluate_inference", "search_inference"]
 
@@ -215,9 +215,14 @@ def _infeasible(
 
 def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
     prec = precision(wl.weight_dtype, wl.compute_dtype)
+    cast = DTYPE_BYTES[wl.weight_dtype] > prec.weight_bytes  # an fp32 checkpoint served in bf16
+    weights = (
+        f"weights {wl.weight_dtype}, cast to {wl.compute_dtype} at load ({prec.weight_bytes:g} B/param in HBM)"
+        if cast
+        else f"weights {wl.weight_dtype} ({prec.weight_bytes:g} B/param in HBM)"
+    )
     notes = [
-        f"weights {wl.weight_dtype} ({prec.weight_bytes:g} B/param in HBM), matmuls at {prec.flops_dtype} peak, "
-        f"KV cache {prec.kv_bytes:g} B/value",
+        f"{weights}, matmuls at {prec.flops_dtype} peak, KV cache {prec.kv_bytes:g} B/value",
         (
             "continuous batching: a request's TTFT is its own prefill plus one decode step"
             if wl.batching == "continuous"
