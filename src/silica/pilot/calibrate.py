@@ -19,10 +19,8 @@ from typing import Any
 from silica.errors import DataFileError, InputError
 from silica.perf.calibration import PARAM_BOUNDS, Calibration, FamilyParams, load_calibration
 from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay, without_user_overlay
+from silica.pilot.kit import estimate_step
 from silica.pilot.loadplan import Deployed, LoadPlan
-from silica.plan import estimate
-from silica.results import InferenceEstimate
-from silica.workload import Deployment, InferenceWorkload
 
 __all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
 
@@ -38,16 +36,7 @@ def _clip(name: str, value: float) -> float:
 
 
 def _predict(dep: Deployed, plan: LoadPlan, cal: Calibration, c: int) -> tuple[float | None, float | None]:
-    wl = InferenceWorkload(
-        input_len=plan.input_len,
-        output_len=plan.output_len,
-        batch=c,
-        weight_dtype=dep.dtype,  # type: ignore[arg-type]
-        compute_dtype=dep.dtype,  # type: ignore[arg-type]
-        seq_len=dep.max_len if dep.vendor == "aws" else None,
-    )
-    e = estimate(dep.model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=cal)
-    assert isinstance(e, InferenceEstimate)  # an inference workload always gives one
+    e = estimate_step(dep.model, dep, plan, c, cal)
     return e.ttft_ms, e.tpot_ms
 
 

@@ -53,6 +53,24 @@ def _steps(capacity: int) -> tuple[int, ...]:
     return tuple(sorted(c for c in picks if c >= 1))
 
 
+def estimate_step(
+    model: str, dep: Deployed, plan: LoadPlan, concurrency: int, calibration: Any
+) -> InferenceEstimate:
+    """The estimate for one load step: the deployed layout at `concurrency` sequences (static shapes on
+    Neuron, whose max length is the compiled bucket)."""
+    wl = InferenceWorkload(
+        input_len=plan.input_len,
+        output_len=plan.output_len,
+        batch=concurrency,
+        weight_dtype=dep.dtype,  # type: ignore[arg-type]
+        compute_dtype=dep.dtype,  # type: ignore[arg-type]
+        seq_len=dep.max_len if dep.vendor == "aws" else None,
+    )
+    e = estimate(model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration)
+    assert isinstance(e, InferenceEstimate)  # an inference workload always gives one
+    return e
+
+
 def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[str, Any]:
     """What the estimate expects at each concurrency step of the plan, with its band."""
     dep = plan.deployed
@@ -63,16 +81,7 @@ def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[s
     steps = []
     note = ""
     for c in plan.concurrency:
-        wl = InferenceWorkload(
-            input_len=plan.input_len,
-            output_len=plan.output_len,
-            batch=c,
-            weight_dtype=dep.dtype,  # type: ignore[arg-type]
-            compute_dtype=dep.dtype,  # type: ignore[arg-type]
-            seq_len=dep.max_len if dep.vendor == "aws" else None,
-        )
-        e = estimate(model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration)
-        assert isinstance(e, InferenceEstimate)  # an inference workload always gives one
+        e = estimate_step(model, dep, plan, c, calibration)
         note = e.calibration
         steps.append(
             {
