@@ -30,7 +30,7 @@ def overlay_path() -> Path:
     explicit = os.environ.get("SILICA_CALIBRATION_OVERLAY")
     if explicit:
         return Path(explicit).expanduser()
-    from silica.store._db import data_dir  # the store's one home for the data directory
+    from silica.paths import data_dir  # light: the core install has no store
 
     return data_dir() / "calibration-overlay.json"
 

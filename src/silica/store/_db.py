@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 import uuid
@@ -33,6 +32,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from silica.errors import InputError, SilicaError
+from silica.paths import data_dir
 from silica.store.models import RecordRow
 
 __all__ = ["ENV_URL", "Store", "StoreError", "StoredRecord", "data_dir", "database_url"]
@@ -50,17 +50,6 @@ PG_MIGRATION_LOCK = 0x73696C6963613031
 
 class StoreError(SilicaError):
     """The database cannot be reached or written (exit code 2, one line, like every Silica error)."""
-
-
-def data_dir() -> Path:
-    """The user's data directory for Silica (XDG on Linux, Application Support on macOS, LOCALAPPDATA)."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "silica"
 
 
 def database_url(url: str | None = None) -> str:

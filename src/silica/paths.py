@@ -1,0 +1,21 @@
+"""Where Silica keeps the user's files. Light on purpose: the core install (no SQLAlchemy) reads it too,
+for the calibration overlay, so it must not live in the store."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["data_dir"]
+
+
+def data_dir() -> Path:
+    """The user's data directory for Silica (XDG on Linux, Application Support on macOS, LOCALAPPDATA)."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "silica"
