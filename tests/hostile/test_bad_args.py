@@ -538,6 +538,31 @@ for name, content in [
     case(f"calibrate/from-pilot-{name}", ["calibrate", "--from-pilot", "x.json"], {"x.json": content})
     case(f"calibrate/from-monitor-{name}", ["calibrate", "--from-monitor", "x.json"], {"x.json": content})
 case("pilot-import/missing", ["pilot", "import", "nope.json"])
+# genai-perf and AIPerf exports cut short or with a block of the wrong kind (from the real example files)
+for tool, name in [
+    ("genai-perf", "genai_perf_profile_export_genai_perf.json"),
+    ("aiperf", "aiperf_profile_export_aiperf.json"),
+]:
+    real = (ROOT / "tests" / "data" / "pilot" / name).read_bytes()
+    doc = json.loads(real)
+    for what, broken in [
+        ("truncated", real[: len(real) // 2]),
+        (
+            "ttft-in-seconds",
+            json.dumps({**doc, "time_to_first_token": {**doc["time_to_first_token"], "unit": "s"}}),
+        ),
+        ("ttft-a-list", json.dumps({**doc, "time_to_first_token": [1, 2]})),
+        ("config-a-list", json.dumps({**doc, "input_config": [1]})),
+        (
+            "no-figures",
+            json.dumps(
+                {"time_to_first_token": {}, "input_config": doc["input_config"]}
+                | ({"aiperf_version": "0.13.0"} if tool == "aiperf" else {})
+            ),
+        ),
+    ]:
+        data = broken if isinstance(broken, bytes) else broken.encode()
+        case(f"pilot-import/{tool}-{what}", ["pilot", "import", "x.json"], {"x.json": data})
 case("pilot-compare/html-is-input", ["pilot", "compare", "plan.json", "--html", "plan.json", "--no-store"])
 for opt, v in [("--port", "70000"), ("--port", "abc"), ("--max-upload-mb", "0")]:
     case(f"serve/{opt[2:]}={v}", ["serve", opt, v])

@@ -108,3 +108,65 @@ def test_a_binary_results_file_is_one_line_not_an_internal_error(
     code, _, err = run(*args, str(binary))
     assert code == 2, err
     assert "not UTF-8 text" in err and err.count("\n") == 1
+
+
+def test_genai_perf_export_from_a_real_run() -> None:
+    """The figures below were read by hand from the file (a genai-perf run pasted into
+    triton-inference-server/perf_analyzer issue #298): TTFT p50 172.8093975 ms (its avg is
+    184.64, a different figure: the reader takes medians, like the other formats), ITL p50
+    2.1787205 ms, output token throughput avg 44190.56002502682 tok/s, concurrency 100 in the flat
+    (older genai-perf) `input_config`, backend "tensorrtllm" (Silica's `trtllm`), mean ISL 200.85
+    and OSL 2565.855 tokens. The file holds together: request throughput 17.222547659562533 req/s x
+    OSL 2565.855 = 44190.56 tok/s, so the throughput row is per output token, not per request.
+    """
+    path = DATA / "genai_perf_profile_export_genai_perf.json"
+    raw = json.loads(path.read_text())
+    assert raw["request_throughput"]["avg"] * raw["output_sequence_length"]["avg"] == pytest.approx(
+        44190.56002502682
+    )
+    found = import_report(path, chip="h100", model="llama-3.1-8b", engine_version="trtllm-0.16.0")
+    by = {r["metric"]: r for r in found.rows}
+    assert found.format == "genai-perf" and found.engine == "trtllm"
+    assert by["ttft_ms"]["value"] == 172.8093975
+    assert by["tpot_ms"]["value"] == 2.1787205
+    assert by["output_tok_s"]["value"] == 44190.56002502682
+    for row in found.rows:
+        assert (row["batch"], row["input_len"], row["output_len"]) == (100, 201, 2566)
+        assert (row["chip"], row["engine"], row["engine_version"]) == ("h100", "trtllm", "trtllm-0.16.0")
+        assert row["model"] == "llama-3.1-8b"  # the file names a Triton "ensemble", not the model
+    # Without --model the file's own name is kept, so nothing is guessed.
+    assert import_report(path, chip="h100").rows[0]["model"] == "ensemble"
+
+
+def test_aiperf_export_generated_by_aiperf(tmp_path: Path) -> None:
+    """Figures read by hand from the AIPerf 0.13.0 export (see SOURCES.md): TTFT p50
+    772.3076044999999 ms, ITL p50 21.6984279 ms, output token throughput avg 28.84371622062114 tok/s
+    (= request throughput 1.8027322637888212 req/s x 16 output tokens), concurrency 2 in
+    `input_config.phases`, ISL 32 and OSL 16 tokens (server-counted). The file does not name the
+    hardware or the engine: they come from the options.
+    """
+    path = DATA / "aiperf_profile_export_aiperf.json"
+    raw = json.loads(path.read_text())
+    assert raw["request_throughput"]["avg"] * 16 == pytest.approx(raw["output_token_throughput"]["avg"])
+    out = tmp_path / "rows.csv"
+    code, _, err = run(
+        "pilot", "import", str(path), "--instance", "g6e.xlarge", "--engine", "transformers-serve",
+        "--engine-version", "5.24.0", "--model", "tiny-llama", "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["metric"], float(r["value"])) for r in rows] == [
+        ("ttft_ms", 772.3076044999999),
+        ("tpot_ms", 21.6984279),
+        ("output_tok_s", 28.84371622062114),
+    ]
+    for r in rows:
+        assert (r["batch"], r["input_len"], r["output_len"]) == ("2", "32", "16")
+        assert (r["chip"], r["chips"], r["instance"]) == ("l40s", "1", "g6e.xlarge")
+        assert (r["engine"], r["engine_version"], r["model"]) == (
+            "transformers-serve",
+            "5.24.0",
+            "tiny-llama",
+        )
+    assert len(read_benchmarks(out)) == 3

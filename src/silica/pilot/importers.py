@@ -1,9 +1,10 @@
 """`silica pilot import`: load-test reports users already have, as rows of the benchmarks schema.
 
-Formats, each recognised by its own keys (see tests/pilot/data/SOURCES.md for the example files):
+Formats, each recognised by its own keys (see tests/data/pilot/SOURCES.md for the example files):
 - guidellm `benchmarks.json` (guidellm 0.8: `benchmarks[].metrics.*_ms.successful`),
 - `vllm bench serve --save-result` JSON (`median_ttft_ms`, `output_throughput`, `max_concurrency`),
-- NVIDIA genai-perf `profile_export_genai_perf.json` (`time_to_first_token.{avg,p50}`),
+- NVIDIA genai-perf `profile_export_genai_perf.json` (`time_to_first_token.p50`, `input_config`),
+- NVIDIA AIPerf `profile_export_aiperf.json` (the same metric blocks, with `aiperf_version`),
 - the NxD Inference `benchmark_report.json` (`context_encoding_model.latency_ms_p50`, ...).
 Rows carry engine, version and hardware from the file where it says, else from the options.
 """
@@ -154,33 +155,74 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
     return Imported("vllm bench serve", shape["engine"], ctx.engine_version, tuple(rows))
 
 
-def _genai_perf(raw: dict[str, Any], ctx: _Context) -> Imported:
-    cfg = raw.get("input_config") or {}
-    stim = (cfg.get("perf_analyzer") or {}).get("stimulus") or {}
-    batch = stim.get("concurrency") or cfg.get("concurrency")
-    models = cfg.get("model") or cfg.get("model_names") or []
+_TRITON_BACKENDS = {"tensorrtllm": "trtllm", "vllm": "vllm"}  # genai-perf `--backend` -> Silica engine
 
-    def stat(name: str) -> float | None:
-        d = raw.get(name) or {}
-        return _num(d.get("p50")) or _num(d.get("avg"))
 
+def _stat(raw: dict[str, Any], name: str, key: str, unit: str | None = None) -> float | None:
+    """One statistic of a genai-perf / AIPerf metric block (`{"unit": "ms", "avg": .., "p50": ..}`)."""
+    block = raw.get(name)
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise ValueError(f"{name} is {type(block).__name__}, not an object of statistics")
+    if unit is not None and block.get("unit", unit) != unit:
+        raise ValueError(f"{name} is in {block.get('unit')!r}, not {unit!r}")
+    return _num(block.get(key))
+
+
+def _nvidia_rows(
+    raw: dict[str, Any], ctx: _Context, fmt: str, batch: Any, model: Any, engine: Any
+) -> list[dict[str, Any]]:
+    """TTFT and ITL medians (ms), output tokens/s: the same names in genai-perf and its successor AIPerf.
+
+    Their `inter_token_latency` is per request (request latency - TTFT) / (output tokens - 1), the
+    TPOT of the benchmarks schema; lengths are the mean ISL/OSL over the run, as for the other formats.
+    """
     shape = {
-        "batch": batch,
-        "input_len": round(stat("input_sequence_length") or 0) or None,
-        "output_len": round(stat("output_sequence_length") or 0) or None,
-        "model": ctx.model or (models[0] if isinstance(models, list) and models else None),
+        "batch": batch if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0 else None,
+        "input_len": round(_stat(raw, "input_sequence_length", "avg") or 0) or None,
+        "output_len": round(_stat(raw, "output_sequence_length", "avg") or 0) or None,
+        "model": ctx.model or (model if isinstance(model, str) else None),
+        "engine": ctx.engine or engine,
     }
-    run = f"genai-perf@{batch}"
-    rows = [
-        _row(ctx, "genai-perf", run, metric, v, **shape)
-        for metric, key in (
-            ("ttft_ms", "time_to_first_token"),
-            ("tpot_ms", "inter_token_latency"),
-            ("output_tok_s", "output_token_throughput"),
+    run = f"{fmt}@{shape['batch']}"
+    return [
+        _row(ctx, fmt, run, metric, v, **shape)
+        for metric, name, key, unit in (
+            ("ttft_ms", "time_to_first_token", "p50", "ms"),
+            ("tpot_ms", "inter_token_latency", "p50", "ms"),
+            ("output_tok_s", "output_token_throughput", "avg", "tokens/sec"),
         )
-        if (v := stat(key)) is not None
+        if (v := _stat(raw, name, key, unit)) is not None
     ]
-    return Imported("genai-perf", ctx.engine, ctx.engine_version, tuple(rows))
+
+
+def _genai_perf(raw: dict[str, Any], ctx: _Context) -> Imported:
+    """Older genai-perf releases keep their flags flat in `input_config`; 0.0.16 nests them by section."""
+    cfg = raw.get("input_config") or {}
+    nested = cfg.get("perf_analyzer") or {}
+    batch = (nested.get("stimulus") or {}).get("concurrency") or cfg.get("concurrency")
+    models = cfg.get("model_names") or cfg.get("model") or []
+    backend = (
+        (cfg.get("endpoint") or {}).get("backend")
+        if isinstance(cfg.get("endpoint"), dict)
+        else cfg.get("backend")
+    )
+    engine = _TRITON_BACKENDS.get(str(backend).lower()) if backend else None
+    model = models[0] if isinstance(models, list) and models else None
+    rows = _nvidia_rows(raw, ctx, "genai-perf", batch, model, engine)
+    return Imported("genai-perf", ctx.engine or engine, ctx.engine_version, tuple(rows))
+
+
+def _aiperf(raw: dict[str, Any], ctx: _Context) -> Imported:
+    """AIPerf (ai-dynamo/aiperf) `profile_export_aiperf.json`: concurrency in `input_config.phases`."""
+    cfg = raw.get("input_config") or {}
+    phases = [p for p in cfg.get("phases") or () if p.get("kind", "profiling") == "profiling"]
+    batch = phases[0].get("concurrency") if phases else None
+    items = (cfg.get("models") or {}).get("items") or []
+    model = items[0].get("name") if items else None
+    rows = _nvidia_rows(raw, ctx, "aiperf", batch, model, None)
+    return Imported("aiperf", ctx.engine, ctx.engine_version, tuple(rows))
 
 
 def _nxdi(raw: dict[str, Any], ctx: _Context) -> Imported:
@@ -229,18 +271,23 @@ def import_report(
             found = _guidellm(raw, ctx)
         elif "median_ttft_ms" in raw or "output_throughput" in raw:
             found = _vllm_bench(raw, ctx)
+        elif "aiperf_version" in raw:
+            found = _aiperf(raw, ctx)
         elif isinstance(raw.get("time_to_first_token"), dict) or isinstance(raw.get("request_latency"), dict):
             found = _genai_perf(raw, ctx)
         elif "context_encoding_model" in raw or "token_generation_model" in raw:
             found = _nxdi(raw, ctx)
         else:
             raise DataFileError(
-                f"{path} is not a report Silica knows (guidellm, vllm bench serve, genai-perf, NxD Inference).",
+                f"{path} is not a report Silica knows "
+                "(guidellm, vllm bench serve, genai-perf, AIPerf, NxD Inference).",
                 "pass one of those tools' JSON reports.",
             )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise DataFileError(
-            f"{path} looks like a known report but is malformed: {err!r}.", "pass the file the tool wrote."
+            f"{path} looks like a known report but is malformed: "
+            f"{err if isinstance(err, ValueError) else repr(err)}.",
+            "pass the file the tool wrote.",
         ) from err
     if not found.rows:
         raise DataFileError(

@@ -17,10 +17,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from silica.errors import InputError
-from silica.pilot.client import RequestRecord, payload_for, stream_request
+from silica.pilot.client import RequestRecord, StreamClient, payload_for
 from silica.pilot.loadplan import LoadPlan
 
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "summarise_step"]
@@ -202,20 +200,28 @@ def check_endpoint(endpoint: str, timeout_s: float = 5.0) -> None:
     """One clear line when nothing answers at the endpoint, before any step starts."""
     if not endpoint.startswith(("http://", "https://")):
         raise InputError(f"Endpoint {endpoint!r} is not an http(s) URL.", "pass --endpoint http://HOST:PORT.")
+    base = endpoint.rstrip("/")
+    url = base + ("/models" if base.endswith("/v1") else "/v1/models")
+
+    async def probe() -> RequestRecord:
+        async with StreamClient(connect_timeout_s=timeout_s, read_timeout_s=timeout_s) as client:
+            return await client.get(url)
+
     try:
-        httpx.get(
-            endpoint.rstrip("/") + ("/models" if endpoint.rstrip("/").endswith("/v1") else "/v1/models"),
-            timeout=timeout_s,
-        )
-    except httpx.HTTPError as err:
+        rec = asyncio.run(probe())
+    except ValueError as err:  # a URL that urllib cannot split into host and port
         raise InputError(
-            f"Nothing answers at {endpoint} ({type(err).__name__}).",
-            "start the server (see the kit's launch.sh) or fix --endpoint.",
+            f"Endpoint {endpoint!r} is not a valid URL ({err}).", "pass --endpoint http://HOST:PORT."
         ) from err
+    if rec.status is None:  # any HTTP answer, even 404, means a server is there
+        raise InputError(
+            f"Nothing answers at {endpoint} ({rec.error}).",
+            "start the server (see the kit's launch.sh) or fix --endpoint.",
+        )
 
 
 async def _step(
-    client: httpx.AsyncClient,
+    client: StreamClient,
     url: str,
     model: str,
     plan: LoadPlan,
@@ -234,7 +240,7 @@ async def _step(
             body = payload_for(
                 plan.api, model, _prompt(plan.input_len, issued + w), plan.output_len, plan.ignore_eos
             )
-            rec = await stream_request(client, url, body)
+            rec = await client.stream(url, body)
             records.append(rec)
             if progress:
                 progress(index, len(records), total)
@@ -242,8 +248,7 @@ async def _step(
                 return  # an error status: the server refuses; do not hammer it
 
     for _ in range(plan.warmup_requests if index == 0 else 0):
-        await stream_request(
-            client,
+        await client.stream(
             url,
             payload_for(plan.api, model, _prompt(plan.input_len, 0), plan.output_len, plan.ignore_eos),
         )
@@ -269,9 +274,7 @@ def run_plan(
     for index, c in enumerate(plan.concurrency):
 
         async def one(c: int = c, index: int = index) -> tuple[list[RequestRecord], float]:
-            limits = httpx.Limits(max_connections=c + 1, max_keepalive_connections=c + 1)
-            timeout = httpx.Timeout(10.0, read=read_timeout_s)
-            async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            async with StreamClient(connect_timeout_s=10.0, read_timeout_s=read_timeout_s) as client:
                 return await _step(client, url, model, plan, c, index, progress)
 
         try:
