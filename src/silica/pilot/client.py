@@ -339,12 +339,19 @@ class StreamClient:
     """Keep-alive HTTP/1.1 connections for many concurrent streaming requests on one event loop."""
 
     def __init__(
-        self, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 60.0, api_key: str | None = None
+        self,
+        *,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 60.0,
+        api_key: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """`read_timeout_s`: the longest silence inside a response; `ssl_context` for https:// (default:
+        the system's trust store, verified)."""
         self.connect_timeout_s, self.read_timeout_s = connect_timeout_s, read_timeout_s
         self._auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
         self._idle: dict[_Target, list[_Conn]] = {}
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = ssl_context
 
     async def __aenter__(self) -> StreamClient:
         return self
