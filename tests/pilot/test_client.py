@@ -88,11 +88,13 @@ def run(coro: Callable[[], Awaitable[RequestRecord]]) -> RequestRecord:
     return asyncio.run(coro())  # type: ignore[arg-type]
 
 
-def one(scripts: list[Script], read_timeout_s: float = 5.0) -> tuple[RequestRecord, Server]:
+def one(
+    scripts: list[Script], read_timeout_s: float = 5.0, api_key: str | None = None
+) -> tuple[RequestRecord, Server]:
     server = Server(scripts)
 
     async def go() -> RequestRecord:
-        async with server as url, StreamClient(read_timeout_s=read_timeout_s) as client:
+        async with server as url, StreamClient(read_timeout_s=read_timeout_s, api_key=api_key) as client:
             return await client.stream(url, payload_for("completions", "m", "hi", 3))
 
     return run(go), server
@@ -117,12 +119,13 @@ def test_chunked_sse_split_anywhere_is_decoded() -> None:
         data = chunk(p)
         script += [data[:2], 0.001, data[2:]]  # the chunk-size line itself split across writes
     script.append(b"0\r\n\r\n")
-    rec, server = one([script])
+    rec, server = one([script], api_key="sk-test")
     assert rec.error is None and rec.ok and rec.status == 200
     assert len(rec.events) == 3 and rec.output_tokens == 3 and rec.prompt_tokens == 7
     assert rec.end is not None and rec.end >= rec.events[-1] >= rec.start
     sent = server.requests[0]
     assert sent.startswith(b"POST /v1/completions HTTP/1.1\r\n") and b"Host: localhost:" in sent
+    assert b"\r\nAuthorization: Bearer sk-test\r\n" in sent
     assert json.loads(sent.split(b"\r\n\r\n", 1)[1])["stream"] is True
 
 
