@@ -216,7 +216,7 @@ def main() -> None:
     for family, p in sorted(shipped.params.items()):
         values = " | ".join(f"{getattr(p, n):.4g}" for n in FamilyParams.__slots__)
         lines.append(f"| {family} | {values} | {shipped.fitted_rows.get(family, 0)} |")
-    lines += ["", *_parameter_section(shipped)]
+    lines += ["", *_stack_section(shipped), "", *_parameter_section(shipped)]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n" + _NOTES)
     if args.readme:
@@ -249,6 +249,8 @@ MEANING = {
     "collective_bw_eff": "fraction of the chip-to-chip link bandwidth a ring all-reduce reaches",
     "attention_eff": "speed of the serving engine's attention math relative to a large matmul (1: fused "
     "flash-attention; far lower where the score matrix is materialised)",
+    "sequence_overhead_us": "the serving engine's host work per sequence per forward step (scheduling, "
+    "sampling, KV block bookkeeping, streaming the token out): the one overhead that grows with the batch",
 }
 # Why a parameter may rest on a bound, by (parameter, which bound): what the rows can and cannot see.
 AT_BOUND = {
@@ -270,6 +272,13 @@ AT_BOUND = {
     ("collective_bw_eff", "lower"): "all-reduce bandwidth is not identifiable from the rows",
     ("compute_half_tokens", "lower"): "matmuls reach full efficiency at any size the rows use",
     ("compute_half_tokens", "upper"): "the rows never reach full matmul efficiency",
+    ("memory_eff", "lower"): "in training rows (the only ones a training stack's entry sees) this "
+    "term prices the non-matmul activation traffic (norms, activations, residuals), which runs far "
+    "below HBM peak; the floor says that traffic is slower still, a term the model lacks "
+    "(unfused elementwise kernels)",
+    ("sequence_overhead_us", "lower"): "the rows cannot see a per-sequence host cost",
+    ("sequence_overhead_us", "upper"): "per-sequence cost at its ceiling: the rows are slower at "
+    "large batches than any bounded host cost explains",
 }
 
 
@@ -280,7 +289,39 @@ _SPANS = {
     "layer_overhead_us",
     "collective_latency_us",
     "compute_half_tokens",
+    "sequence_overhead_us",
 }
+
+
+def _stack_section(cal: Calibration) -> list[str]:
+    """Which stacks each calibration entry was fitted on, and what an estimate falls back to."""
+    from silica.perf.stacks import default_stack, load_stacks
+
+    fitted = cal.extra.get("fitted_stacks", {})
+    lines = [
+        "## Serving and training stacks",
+        "",
+        "An entry `family/stack` is fitted on that stack's rows alone (at least "
+        "`MIN_STACK_ROWS` of them, where the family's rows come from more than one stack), pulled "
+        "gently toward the family's pooled fit (`STACK_PRIOR`) so that a parameter its rows cannot "
+        "see stays where the family put it. An estimate takes its stack's entry, else the entry of "
+        "the stack it inherits from (`src/silica/data/stacks.yaml`, each rule with its reason), else "
+        "the family's pooled fit, and says which in its calibration note.",
+        "",
+        "| entry | rows by stack |",
+        "|---|---|",
+    ]
+    for key in sorted(cal.params):
+        counts = fitted.get(key, {})
+        lines.append(f"| {key} | {', '.join(f'{g} {n}' for g, n in sorted(counts.items()))} |")
+    lines += ["", "Defaults (without `--engine`), the stack each vendor recommends today:", ""]
+    for vendor in ("nvidia", "aws"):
+        for task in ("inference", "training"):
+            stack, source = default_stack(vendor, task)
+            lines.append(f"- {vendor} {task}: `{stack.name}` ({stack.label}); {source}.")
+    unmeasured = sorted(n for n, st in load_stacks().items() if st.inherits)
+    lines += ["", f"Stacks that inherit when unmeasured: {', '.join(f'`{n}`' for n in unmeasured)}."]
+    return lines
 
 
 def _parameter_section(cal: Calibration) -> list[str]:
@@ -339,11 +380,11 @@ _NOTES = """
   on 2026-12-01 (see ../shared/benchmarks/README.md).
 - A few Neuron rows are internally inconsistent (for example `output_tok_s` far below
   batch x output / (TTFT + output x TPOT) of the same run); no model can match both numbers.
-- The calibration is one parameter set per chip family, whatever the serving stack: TensorRT-LLM
-  v0.5 to v1.0, NIM and NeMo rows share the Hopper parameters. Batch-1 decode with tensor
-  parallelism on a current engine (the held-out NIM rows above) comes out far too slow, because
-  the per-layer and per-all-reduce latencies are fitted on large-batch throughput rows of older
-  engines. A per-engine calibration (`--engine`, issue 9) is not built yet.
+- Serving stacks: the calibration is per (chip family, stack) where a stack has rows of its own
+  (see "Serving and training stacks" above). TensorRT-LLM 0.5-0.6 (2023) rows are fitted apart
+  from the 0.17 and 1.0 rows; NeMo training rows apart from TensorRT-LLM serving rows. vLLM, SGLang
+  and the vLLM Neuron plugin have no published rows in the calibration set: their estimates take
+  the parameters of the stack they inherit from, and say so.
 
 ## Side by side with peer estimators
 

@@ -23,7 +23,7 @@ CHIPS = ["h100", "a100-80gb", "inferentia2", "trainium1", "trainium2", "l40s", "
 def _machine(chip_id: str, n: int = 1):
     cat = load_catalog()
     chip = cat.chips[chip_id]
-    params = load_calibration().for_family(chip.family)[0]
+    params = load_calibration().resolve(chip.family).params
     return machine_arrays([(chip, None, params)] * n, "bf16"), chip
 
 
@@ -120,11 +120,11 @@ def test_int8_weights_halve_weight_memory_and_speed_up_decode() -> None:
 def test_fp8_exists_only_where_the_chip_has_it() -> None:
     cat = load_catalog()
     chip = cat.chips["a100-80gb"]
-    m = machine_arrays([(chip, None, load_calibration().for_family(chip.family)[0])], "fp8")
+    m = machine_arrays([(chip, None, load_calibration().resolve(chip.family).params)], "fp8")
     assert np.isnan(m.unit_flops[0])
     h100 = cat.chips["h100"]
-    m8 = machine_arrays([(h100, None, load_calibration().for_family("hopper")[0])], "fp8")
-    m16 = machine_arrays([(h100, None, load_calibration().for_family("hopper")[0])], "bf16")
+    m8 = machine_arrays([(h100, None, load_calibration().resolve("hopper").params)], "fp8")
+    m16 = machine_arrays([(h100, None, load_calibration().resolve("hopper").params)], "bf16")
     assert m8.unit_flops[0] == pytest.approx(2 * m16.unit_flops[0], rel=0.01)
 
 

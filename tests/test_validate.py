@@ -129,7 +129,7 @@ def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:
     truth_cal = Calibration({"ada": truth}, {}, {}, "truth", "", "")
     synthetic = prepared.predict(truth_cal)
     fake = prepare([_with_value(r, float(v)) for r, v in zip(rows, synthetic, strict=True)], catalog)
-    params, _ = fit_prepared(fake, catalog)
+    params, _, _ = fit_prepared(fake, catalog)
     refit = fake.predict(Calibration(params, {}, {}, "refit", "", ""))
     err = np.abs(refit - synthetic) / synthetic
     assert np.nanmedian(err) < 0.02

@@ -210,9 +210,13 @@ def estimate(
     option: str | None = None,
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
+    engine: str | None = None,
     **workload: Any,
 ) -> Result:
-    """One deployment (`on` = INSTANCE[xCOUNT] or CHIPxCOUNT): speed, memory and cost, or why not."""
+    """One deployment (`on` = INSTANCE[xCOUNT] or CHIPxCOUNT): speed, memory and cost, or why not.
+
+    `engine`: the serving or training stack (trtllm, vllm, vllm-neuron, nemo, ...); None: the vendor's
+    recommended one."""
     from silica.catalog import resolve_on
     from silica.perf.calibration import load_calibration
     from silica.plan import estimate as run
@@ -229,6 +233,7 @@ def estimate(
         calibration=load_calibration(None),
         option=option,  # type: ignore[arg-type]
         region=region,
+        engine=engine,
     )
     return Result(result, f"{spec.id} on {on}")
 
@@ -242,6 +247,7 @@ def compare(
     option: str | None = None,
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
+    engine: str | None = None,
     **workload: Any,
 ) -> Result:
     """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason)."""
@@ -259,6 +265,7 @@ def compare(
         option=option,  # type: ignore[arg-type]
         region=region,
         include_announced=include_announced,
+        engine=engine,
     )
     return Result(result, f"{spec.id}: {task}, ranked by cost")
 

@@ -90,6 +90,7 @@ class EstimateBase:
     # Honesty
     bands: dict[str, Band] = field(default_factory=dict)
     calibration: str = ""  # "fitted on family X" or "inherited from Y: rule"
+    engine: str = ""  # the serving or training stack assumed (data/stacks.yaml)
     assumptions: tuple[str, ...] = ()
 
     @property

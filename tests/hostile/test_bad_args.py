@@ -163,6 +163,19 @@ case(
 )
 case("estimate/tp-not-dividing-kv-heads", [*E, "--tp", "16"])  # 8 KV heads: tp 16 would split a head
 
+# --- engines: unknown names, and stacks that cannot run where they are asked to -------------------------
+case("estimate/--engine unknown", [*E, "--engine", "tensorflow-serving"])
+case("estimate/--engine empty", [*E, "--engine", ""])
+case("estimate/--engine Neuron stack on a GPU", [*E, "--engine", "nxdi"])
+case(
+    "estimate/--engine GPU stack on Neuron",
+    ["estimate", "llama-3.1-8b", "--on", "inf2.48xlarge", "--engine", "trtllm"],
+)
+case("estimate/--engine serving stack for training", [*T, "--engine", "vllm-neuron"])
+case("estimate/--engine training stack for serving", [*E, "--engine", "nemo"])
+case("compare/--engine runs nowhere for this task", ["compare", "llama-3.1-8b", "--engine", "nemo"])
+case("compare/--engine on an instance it cannot run on", [*C, "--engine", "vllm-neuron"])
+
 # --- compare -------------------------------------------------------------------------------------------
 for opt, v in [
     ("--batch", "0"),

@@ -96,6 +96,14 @@ class PlanOptions:
     region: str | None = field(
         default=None, metadata=_flag("--region", "Price region (default: where the catalog has one).")
     )
+    engine: str | None = field(
+        default=None,
+        metadata=_flag(
+            "--engine",
+            "Serving or training stack: trtllm, vllm, sglang (NVIDIA); vllm-neuron, nxdi (Neuron); "
+            "nemo, megatron, neuronx-distributed (training). Default: the vendor's recommended one.",
+        ),
+    )
     calibration: Path | None = field(
         default=None,
         metadata=_flag("--calibration", "Calibration file from `silica calibrate` (default: bundled)."),
@@ -226,6 +234,7 @@ def register(app: typer.Typer) -> None:
             calibration=opts.load_calibration(),
             option=opts.purchase_option,
             region=opts.region,
+            engine=opts.engine,
         )
         if opts.as_json:
             print_json(result)
@@ -260,6 +269,7 @@ def register(app: typer.Typer) -> None:
             option=opts.purchase_option,
             region=opts.region,
             include_announced=announced,
+            engine=opts.engine,
         )
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
@@ -277,6 +287,8 @@ def _print_estimate(r: Any) -> None:
     else:
         d = r.to_dict()
         table.add_row("layout", f"tp={r.tp} pp={r.pp} replicas/dp={r.dp} batch={r.batch}")
+        if r.engine:
+            table.add_row("engine", r.engine)
         for key, label, spec in (
             ("ttft_ms", "TTFT ms", ".1f"),
             ("tpot_ms", "TPOT ms", ".2f"),

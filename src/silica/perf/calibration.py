@@ -23,6 +23,7 @@ __all__ = [
     "PARAM_BOUNDS",
     "Calibration",
     "FamilyParams",
+    "Resolved",
     "load_calibration",
 ]
 
@@ -44,6 +45,9 @@ class FamilyParams:
                          relative to a large matmul: near 1 with fused flash-attention kernels,
                          far lower where the score matrix is materialised and the softmax runs
                          on vector engines (training stacks all use fused kernels)
+    sequence_overhead_us  the serving engine's host work per sequence per forward step
+                         (scheduling, sampling, KV block bookkeeping): grows with the batch.
+                         0 for a file written before it existed (the term is then absent)
     """
 
     compute_eff_max: float
@@ -53,6 +57,7 @@ class FamilyParams:
     collective_latency_us: float
     collective_bw_eff: float
     attention_eff: float
+    sequence_overhead_us: float = 0.0
 
 
 PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
@@ -66,6 +71,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "collective_latency_us": (1.0, 2000.0),
     "collective_bw_eff": (0.01, 1.0),
     "attention_eff": (0.01, 1.0),
+    "sequence_overhead_us": (0.01, 500.0),
 }
 
 # Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
@@ -77,6 +83,7 @@ DEFAULT_PARAMS = FamilyParams(
     collective_latency_us=20.0,
     collective_bw_eff=0.7,
     attention_eff=0.5,
+    sequence_overhead_us=5.0,
 )
 
 # Nearest measured family for each family without measurements of its own, and why.
@@ -120,6 +127,16 @@ UNMEASURED_BAND = (0.5, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
+class Resolved:
+    """Parameters for one (family, stack), and which calibration entry they came from and why."""
+
+    params: FamilyParams
+    key: str  # the entry used: "hopper/trtllm", "hopper" (pooled), or "defaults"
+    inherited_from: str | None  # the measured family they come from, when not the chip's own
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """Fitted parameters per family, and each family's error band per metric.
 
@@ -135,19 +152,61 @@ class Calibration:
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def for_family(self, family: str) -> tuple[FamilyParams, str | None]:
-        """The parameters for a family, and the family they were inherited from (None if its own)."""
-        seen = family
-        inherited: str | None = None
-        while seen not in self.params:
+    def resolve(self, family: str, stack: str | None = None) -> Resolved:
+        """The parameters for a family under a serving or training stack, and where they come from.
+
+        Search order: the family's own fit for the stack's group, then for the groups the stack
+        inherits from (`data/stacks.yaml`), then the family's pooled fit (all its measurements);
+        a family without any walks `INHERITANCE` and repeats. `stack=None`: the pooled fit.
+        """
+        from silica.perf.stacks import load_stacks
+
+        stacks = load_stacks()
+        chain: list[str] = []
+        name = stack
+        while name is not None and name in stacks and name not in chain:
+            chain.append(name)
+            name = stacks[name].inherits
+        seen, steps = family, 0
+        while True:
+            for i, s in enumerate(chain):
+                key = f"{seen}/{stacks[s].group}"
+                if key in self.params:
+                    return self._resolved(family, seen, steps, key, stacks[chain[0]].label, chain[: i + 1])
+            if seen in self.params:
+                return self._resolved(family, seen, steps, seen, stacks[chain[0]].label if chain else "", [])
             if seen not in INHERITANCE:
-                return DEFAULT_PARAMS, "defaults"
-            seen = INHERITANCE[seen][0]
-            inherited = seen
-        params = self.params[seen]
-        if inherited is not None and family in INHERITED_OVERRIDES:
+                return Resolved(
+                    DEFAULT_PARAMS,
+                    "defaults",
+                    "defaults",
+                    f"{family}: no fitted parameters; uncalibrated defaults",
+                )
+            seen, steps = INHERITANCE[seen][0], steps + 1
+
+    def _resolved(self, family: str, seen: str, steps: int, key: str, label: str, via: list[str]) -> Resolved:
+        from silica.perf.stacks import load_stacks
+
+        stacks = load_stacks()
+        params = self.params[key]
+        if steps and family in INHERITED_OVERRIDES:
             params = replace(params, **{k: v for k, (v, _) in INHERITED_OVERRIDES[family].items()})
-        return params, inherited
+        counts = self.extra.get("fitted_stacks", {}).get(key, {})
+        rows = ", ".join(f"{g} {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        fitted = f"fitted on {seen} measurements" + (f" ({rows} rows)" if rows else "")
+        if len(via) > 1:
+            fitted = (
+                f"{label}: no measurements on {seen}; parameters of {stacks[via[-1]].label} "
+                f"({stacks[via[0]].why}), {fitted}"
+            )
+        elif not via and label:
+            fitted = f"{label}: no measurements of its own on {seen}; {fitted}"
+        if steps:
+            rule = INHERITANCE.get(family, ("", "nearest measured family"))[1]
+            fitted = f"{family} has no measurements: parameters inherited from {seen} ({rule}); {fitted}"
+            for name, (value, why) in INHERITED_OVERRIDES.get(family, {}).items():
+                fitted += f"; {name}={value:g}: {why}"
+        return Resolved(params, key, seen if steps else None, fitted)
 
     def band(self, family: str, metric: str | tuple[str, ...]) -> tuple[float, float]:
         """p10/p90 of measured/predicted for this family and metric, widened when inherited.
@@ -191,7 +250,9 @@ class Calibration:
         )
 
     def with_params(self, family: str, params: FamilyParams) -> Calibration:
-        return replace(self, params={**self.params, family: params})
+        """The family's parameters replaced for every stack (its per-stack entries dropped)."""
+        kept = {k: p for k, p in self.params.items() if not k.startswith(f"{family}/")}
+        return replace(self, params={**kept, family: params})
 
 
 def _parse(raw: dict[str, Any], where: str) -> Calibration:

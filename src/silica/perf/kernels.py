@@ -136,13 +136,20 @@ def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes
 def _forward_overheads(
     c: ModelCosts, m: Machine, lay: Layout, hidden_bytes: Array
 ) -> tuple[Array, Array, Array]:
-    """What a forward pass adds to its roofline: per-layer overhead, two tensor-parallel all-reduces
-    per layer (after attention and after the MLP, Shoeybi et al. 2019), and pipeline hand-offs."""
+    """What a forward pass adds to its roofline: per-layer overhead, per-sequence host work, two
+    tensor-parallel all-reduces per layer (after attention and after the MLP, Shoeybi et al. 2019),
+    and pipeline hand-offs.
+
+    The per-sequence term is the serving engine's work for each sequence in the step (scheduling,
+    sampling, KV block bookkeeping, streaming the token out): it grows with the batch, where the
+    per-layer launch and synchronisation cost does not. Without it, large-batch throughput rows
+    pull the per-layer constants up and make batch-1 decode too slow.
+    """
     tp, pp = lay.tp, lay.pp
     comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes)
     stage_bw = np.where(tp * pp > m.units_per_instance, m.net_bw, m.link_bw)  # EFA once stages span instances
     stages = np.where(pp > 1, (pp - 1.0) * (m.cal.coll_s + hidden_bytes / stage_bw), 0.0)
-    return c.n_layers * m.cal.layer_s, comm, stages
+    return c.n_layers * m.cal.layer_s + lay.batch * m.cal.seq_s, comm, stages
 
 
 @dataclass(frozen=True, slots=True)

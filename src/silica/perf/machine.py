@@ -36,6 +36,7 @@ class Efficiency:
     coll_s: Array
     coll_bw_eff: Array
     attn_eff: Array
+    seq_s: Array  # per sequence per forward step (serving engines; 0 in training)
 
     def take(self, index: NDArray[np.intp]) -> Efficiency:
         return Efficiency(**{name: getattr(self, name)[index] for name in self.__slots__})
@@ -126,6 +127,7 @@ def efficiency(params: Sequence[FamilyParams]) -> Efficiency:
         coll_s=col("collective_latency_us") * 1e-6,
         coll_bw_eff=col("collective_bw_eff"),
         attn_eff=col("attention_eff"),
+        seq_s=col("sequence_overhead_us") * 1e-6,
     )
 
 

@@ -63,32 +63,24 @@ def read_overlay(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _vendor_default(family: str) -> str:
-    return "vllm-neuron" if family.startswith("neuron") else "vllm"
+def with_user_overlay(cal: Calibration, path: Path | None = None) -> Calibration:
+    """The calibration with the user's overlay beside it, per (family, engine).
 
-
-def with_user_overlay(cal: Calibration, engine: str | None = None, path: Path | None = None) -> Calibration:
-    """The calibration with the user's overlay applied for `engine` (default: the vendor's default).
-
-    Families without an entry for that engine keep their shipped parameters, untouched.
+    Kept beside the shipped parameters, not in them (`overlay_params["hopper/vllm"]`): a target
+    takes an entry only for its own chip family and engine; every other pair, and a family that
+    inherits from an overlaid one, keeps the shipped parameters.
     """
     entries = read_overlay(path or overlay_path())
     if not entries or "overlay" in cal.extra:
         return cal
-    # Kept beside the shipped parameters, not in them: a family that inherits from an overlaid one
-    # keeps the shipped parameters it inherits (the overlay describes one family's pilot only).
     params: dict[str, FamilyParams] = {}
     labels: dict[str, str] = {}
     for e in entries:
-        family = e["family"]
-        if e["engine"] != (engine or _vendor_default(family)):
-            continue
-        base, _ = cal.for_family(family)
+        family, engine = str(e["family"]), str(e["engine"])
+        base = cal.resolve(family, engine).params
         moved = {n: float(v) for n, v in e["params"].items() if n in PARAM_NAMES}
-        params[family] = replace(base, **moved)
-        labels[family] = str(e["label"])
-    if not labels:
-        return cal
+        params[f"{family}/{engine}"] = replace(base, **moved)
+        labels[f"{family}/{engine}"] = str(e["label"])
     return replace(cal, extra={**cal.extra, "overlay": labels, "overlay_params": params})
 
 

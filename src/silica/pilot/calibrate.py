@@ -71,7 +71,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     if not tpot and not ttft:
         raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
     cal = without_user_overlay(base or load_calibration())  # refit from the shipped parameters
-    start, _ = cal.for_family(dep.family)
+    start = cal.resolve(dep.family, dep.engine).params
 
     def moved(p: FamilyParams, **scale: float) -> FamilyParams:
         return replace(p, **{k: _clip(k, getattr(p, k) * f) for k, f in scale.items()})

@@ -66,7 +66,9 @@ def estimate_step(
         compute_dtype=dep.dtype,  # type: ignore[arg-type]
         seq_len=dep.max_len if dep.vendor == "aws" else None,
     )
-    e = estimate(model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration)
+    e = estimate(
+        model, wl, Deployment(instance=dep.instance, tp=dep.tp), calibration=calibration, engine=dep.engine
+    )
     assert isinstance(e, InferenceEstimate)  # an inference workload always gives one
     return e
 
@@ -135,7 +137,8 @@ def make_kit(
     max_len = _bucket(input_len + output_len) if first.vendor == "aws" else input_len + output_len
     if first.vendor == "aws":
         base = replace(base, seq_len=max_len)
-        first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
+    # The layout the kit's own engine would get (its calibration, not the vendor default's).
+    first = estimate(model, base, Deployment(instance=instance), calibration=calibration, engine=eng.name)
     if not first.feasible or first.tp is None or first.batch is None:
         why = "; ".join(first.reasons) or "no feasible layout"
         raise InputError(

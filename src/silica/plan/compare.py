@@ -38,16 +38,24 @@ def estimate(
     calibration: Calibration | None = None,
     option: PurchaseOption | None = None,
     region: str | None = None,
+    engine: str | None = None,
 ) -> Estimate:
     """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
 
     An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
+    `engine`: the serving or training stack (`data/stacks.yaml`); None: the vendor's recommended one.
     """
     spec = _model(model)
     chained = isinstance(workload, InferenceWorkload)  # serving chains instances as pipeline stages
     deployment.check_fits(spec.id, spec.n_layers, spec.n_heads, spec.n_kv_heads, chained=chained)
     targets = resolve_targets(
-        [deployment.instance], catalog=catalog, calibration=calibration, option=option, region=region
+        [deployment.instance],
+        catalog=catalog,
+        calibration=calibration,
+        option=option,
+        region=region,
+        engine=engine,
+        task=workload.task,
     )
     d = deployment
     if isinstance(workload, InferenceWorkload):
@@ -94,6 +102,7 @@ def compare(
     option: PurchaseOption | None = None,
     region: str | None = None,
     include_announced: bool = False,
+    engine: str | None = None,
 ) -> Comparison:
     """Consider every instance type (or the ones named), choose each one's best layout, rank them."""
     spec = _model(model)
@@ -104,6 +113,8 @@ def compare(
         option=option,
         region=region,
         include_announced=include_announced,
+        engine=engine,
+        task=workload.task,
     )
     rank = ranking(workload)
     found: Sequence[Estimate] = (

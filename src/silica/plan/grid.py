@@ -17,7 +17,9 @@ __all__ = ["BATCHES", "Grid", "TrainingGrid", "divisors", "make_grid", "training
 
 IntArray = NDArray[np.int64]
 # Concurrent sequences tried when the workload does not fix the batch.
-BATCHES: tuple[int, ...] = tuple(2**k for k in range(12))  # 1 .. 2048
+# Quarter-octave steps: an engine with paged KV runs as many sequences as fit, so a memory-bound
+# batch must not be rounded down to a power of two (up to 2x too little throughput).
+BATCHES: tuple[int, ...] = tuple(sorted({round(2 ** (k / 4)) for k in range(45)}))  # 1 .. 2048, 40 steps
 
 
 def divisors(n: int) -> list[int]:

@@ -209,6 +209,7 @@ def _infeasible(
         price=price_used(target),
         usd_per_hour=cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count or 1),
         calibration=target.calibration_note,
+        engine=target.engine,
         assumptions=_assumptions(wl, target),
     )
 
@@ -319,5 +320,6 @@ def _estimate(
         usd_per_month=month,
         bands={k: v for k, v in bands.items() if v is not None},
         calibration=target.calibration_note,
+        engine=target.engine,
         assumptions=_assumptions(wl, target),
     )

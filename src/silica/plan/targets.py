@@ -10,14 +10,9 @@ from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import (
-    INHERITANCE,
-    INHERITED_OVERRIDES,
-    Calibration,
-    FamilyParams,
-    load_calibration,
-)
+from silica.perf.calibration import Calibration, FamilyParams, load_calibration
 from silica.perf.overlay import with_user_overlay
+from silica.perf.stacks import Stack, resolve_stack
 from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
 from silica.workload import InferenceWorkload, TrainingWorkload
@@ -44,6 +39,8 @@ class Target:
     inherited_from: str | None
     price: Price | None
     calibration: Calibration
+    stack: Stack | None = None  # the serving or training stack the estimate assumes
+    note: str = ""  # where `params` come from (`Calibration.resolve`)
 
     @property
     def units_per_instance(self) -> int:
@@ -54,22 +51,15 @@ class Target:
         return self.chip.vendor == "aws"
 
     @property
-    def calibration_note(self) -> str:
-        overlay = self.calibration.extra.get("overlay", {}).get(self.chip.family)
-        return f"{self._shipped_note}; {overlay}" if overlay else self._shipped_note
+    def engine(self) -> str:
+        return self.stack.name if self.stack else ""
 
     @property
-    def _shipped_note(self) -> str:
-        family = self.chip.family
-        if self.inherited_from is None:
-            return f"fitted on {family} measurements"
-        if self.inherited_from == "defaults":
-            return f"{family}: no fitted parameters; uncalibrated defaults"
-        rule = INHERITANCE.get(family, ("", "nearest measured family"))[1]
-        note = f"{family} has no measurements: parameters inherited from {self.inherited_from} ({rule})"
-        for name, (value, why) in INHERITED_OVERRIDES.get(family, {}).items():
-            note += f"; {name}={value:g}: {why}"
-        return note
+    def calibration_note(self) -> str:
+        key = f"{self.chip.family}/{self.engine}"
+        overlay = self.calibration.extra.get("overlay", {}).get(key)
+        note = self.note or f"fitted on {self.chip.family} measurements"
+        return f"{note}; {overlay}" if overlay else note
 
 
 def legal_tp(model: ModelSpec, target: Target, limit: int | None = None) -> list[int]:
@@ -166,7 +156,15 @@ def resolve_targets(
     option: PurchaseOption | None = None,
     region: str | None = None,
     include_announced: bool = False,
+    engine: str | None = None,
+    task: str = "inference",
 ) -> list[Target]:
+    """The instance types to consider, each with its stack, calibration entry and price.
+
+    `engine` None: each chip vendor's recommended stack for `task` (`data/stacks.yaml`). A named
+    engine must run on every instance named; over the whole catalog, the instances it cannot run
+    on are left out (and naming one that runs nowhere is an error).
+    """
     catalog = catalog or load_catalog()
     calibration = with_user_overlay(calibration or load_calibration())  # the user's pilots, if any
     if instance_ids is None:
@@ -178,22 +176,35 @@ def resolve_targets(
     else:
         chosen = [get_instance(catalog, i) for i in instance_ids]
     targets = []
+    refused: InputError | None = None
     for inst in chosen:
         chip = catalog.chips[inst.chip]
         if chip.status == "announced" and not include_announced and instance_ids is None:
             continue
-        params, inherited = calibration.for_family(chip.family)
-        params = calibration.extra.get("overlay_params", {}).get(chip.family, params)  # perf/overlay.py
+        try:
+            stack = resolve_stack(engine, chip.vendor, task, inst.id)
+        except InputError as err:
+            if instance_ids is not None:
+                raise
+            refused = err
+            continue
+        resolved = calibration.resolve(chip.family, stack.name)
+        key = f"{chip.family}/{stack.name}"
+        params = calibration.extra.get("overlay_params", {}).get(key, resolved.params)  # perf/overlay.py
         targets.append(
             Target(
                 instance=inst,
                 chip=chip,
                 params=params,
-                inherited_from=inherited,
+                inherited_from=resolved.inherited_from,
                 price=price_for(catalog, inst.id, option=option, region=region),
                 calibration=calibration,
+                stack=stack,
+                note=f"{stack.label} ({stack.name}); {resolved.note}",
             )
         )
+    if not targets and refused is not None:
+        raise refused
     return targets
 
 

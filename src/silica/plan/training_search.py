@@ -178,6 +178,7 @@ def _infeasible_estimate(
         chips=target.instance.chips * (count or 1),
         price=price_used(target),
         calibration=target.calibration_note,
+        engine=target.engine,
         assumptions=_assumptions(wl, target, deadline),
     )
 
@@ -255,6 +256,7 @@ def _estimate(
             if v is not None
         },
         calibration=target.calibration_note,
+        engine=target.engine,
         assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute)
         + _mfu_note(wl, target, float(step.mfu[j])),
     )

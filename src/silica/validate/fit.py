@@ -21,12 +21,13 @@ from silica.catalog.schema import Catalog
 from silica.errors import SilicaError
 from silica.perf.calibration import DEFAULT_PARAMS, PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams
 from silica.validate.benchmarks import METRICS, BenchmarkRow
-from silica.validate.predict import Prepared, prepare
+from silica.validate.predict import Prepared, prepare, stack_group
 
 __all__ = [
     "band_coverage",
     "band_table",
     "best_published_mfu",
+    "family_of",
     "fit_calibration",
     "fit_prepared",
     "leave_one_source_out",
@@ -34,9 +35,13 @@ __all__ = [
 
 Array = NDArray[np.float64]
 # Parameters spanning orders of magnitude are fitted in log space.
-_LOG = {"compute_half_tokens", "layer_overhead_us", "collective_latency_us"}
+_LOG = {"compute_half_tokens", "layer_overhead_us", "collective_latency_us", "sequence_overhead_us"}
 # Rows a metric needs in a family before it gets a band of its own (else the family's overall band).
 MIN_ROWS_FOR_BAND = 8
+# Rows a (family, stack group) needs before it gets parameters of its own (else the family's pooled fit).
+MIN_STACK_ROWS = 20
+# Weight of the pull toward the family's pooled parameters, per parameter moved across its whole range.
+STACK_PRIOR = 0.3
 N_STARTS = 6
 
 
@@ -55,12 +60,30 @@ def _bounds() -> tuple[Array, Array]:
     return np.asarray(lo), np.asarray(hi)
 
 
-def _families(prepared: Prepared, catalog: Catalog, mask: NDArray[np.bool_]) -> dict[str, NDArray[np.intp]]:
-    rows: dict[str, list[int]] = defaultdict(list)
+def _fit_units(prepared: Prepared, catalog: Catalog, mask: NDArray[np.bool_]) -> dict[str, NDArray[np.intp]]:
+    """Calibration entries to fit and their rows: each family pooled over all its stacks, and
+    each (family, stack group) with `MIN_STACK_ROWS` rows of its own where the family's rows come
+    from more than one group (otherwise the pooled fit already is that group's)."""
+    by_family: dict[str, list[int]] = defaultdict(list)
+    by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, row in enumerate(prepared.rows):
         if mask[i] and i not in prepared.skipped:
-            rows[catalog.chips[row.chip].family].append(i)
-    return {f: np.asarray(ix, dtype=np.intp) for f, ix in rows.items()}
+            family = catalog.chips[row.chip].family
+            by_family[family].append(i)
+            group = stack_group(row)
+            if group:
+                by_group[(family, group)].append(i)
+    units = {f: np.asarray(ix, dtype=np.intp) for f, ix in by_family.items()}
+    for (family, group), ix in by_group.items():
+        groups = {g for f, g in by_group if f == family}
+        if len(ix) >= MIN_STACK_ROWS and (len(groups) > 1 or len(ix) < len(by_family[family])):
+            units[f"{family}/{group}"] = np.asarray(ix, dtype=np.intp)
+    return units
+
+
+def family_of(key: str) -> str:
+    """The chip family of a calibration entry ("hopper/trtllm" -> "hopper")."""
+    return key.split("/", 1)[0]
 
 
 def fit_prepared(
@@ -69,28 +92,49 @@ def fit_prepared(
     mask: NDArray[np.bool_] | None = None,
     min_rows: int = 10,
     only: set[str] | None = None,
-) -> tuple[dict[str, FamilyParams], dict[str, int]]:
-    """Fit every family (of `only`, if given) that has at least `min_rows` usable rows among `mask`."""
+) -> tuple[dict[str, FamilyParams], dict[str, int], dict[str, dict[str, int]]]:
+    """Fit every entry (of the families in `only`, if given) with at least `min_rows` rows in `mask`.
+
+    Returns the parameters and row counts per entry, and per entry the rows of each stack group.
+    A stack's entry starts from its family's pooled fit: with fewer rows it moves only where its
+    own measurements say so.
+    """
     from scipy.optimize import least_squares  # heavy; only the fit needs it
 
     mask = np.ones(len(prepared.rows), dtype=bool) if mask is None else mask
     measured = np.asarray([r.value for r in prepared.rows])
+    groups = [stack_group(r) for r in prepared.rows]
     fitted: dict[str, FamilyParams] = {}
     counts: dict[str, int] = {}
+    stacks: dict[str, dict[str, int]] = {}
     lo, hi = _bounds()
-    for family, idx in sorted(_families(prepared, catalog, mask).items()):
-        if idx.size < min_rows or (only is not None and family not in only):
+    units = _fit_units(prepared, catalog, mask)
+    # Pooled entries first: a stack's entry starts from its family's.
+    for key, idx in sorted(units.items(), key=lambda kv: ("/" in kv[0], kv[0])):
+        if idx.size < min_rows or (only is not None and family_of(key) not in only):
             continue
 
-        def residuals(x: Array, family: str = family, idx: NDArray[np.intp] = idx) -> Array:
-            pred = prepared.predict_with({family: _from_x(x)}, {family})[idx]
+        pooled = fitted.get(family_of(key)) if "/" in key else None
+        anchor = None if pooled is None else _to_x(pooled)
+
+        def residuals(
+            x: Array, key: str = key, idx: NDArray[np.intp] = idx, anchor: Array | None = anchor
+        ) -> Array:
+            cal = _candidate({key: _from_x(x)})
+            pred = prepared.predict(cal, only={key})[idx]
             r = np.log(pred / measured[idx])
-            return np.where(np.isfinite(r), r, 0.0)
+            r = np.where(np.isfinite(r), r, 0.0)
+            if anchor is None:
+                return r
+            # A stack's entry is pulled gently toward its family's pooled fit: a parameter its own
+            # rows cannot see (attention speed in training rows) stays where the family put it.
+            return np.concatenate([r, STACK_PRIOR * (x - anchor) / (hi - lo)])
 
         # Several deterministic starts across the bounds; the loss surface has shallow local minima.
         rng = np.random.default_rng(0)
-        starts = [np.clip(_to_x(DEFAULT_PARAMS), lo + 1e-6, hi - 1e-6)]
-        starts += [lo + (hi - lo) * rng.uniform(0.15, 0.85, size=lo.size) for _ in range(N_STARTS - 1)]
+        starts = [np.clip(_to_x(pooled or DEFAULT_PARAMS), lo + 1e-6, hi - 1e-6)]
+        n_random = (N_STARTS - 1) // 2 if pooled else N_STARTS - 1
+        starts += [lo + (hi - lo) * rng.uniform(0.15, 0.85, size=lo.size) for _ in range(n_random)]
         best = None
         for x0 in starts:
             result = least_squares(
@@ -99,9 +143,17 @@ def fit_prepared(
             if best is None or result.cost < best.cost:
                 best = result
         assert best is not None
-        fitted[family] = _from_x(best.x)
-        counts[family] = int(idx.size)
-    return fitted, counts
+        fitted[key] = _from_x(best.x)
+        counts[key] = int(idx.size)
+        tally: dict[str, int] = defaultdict(int)
+        for i in idx:
+            tally[groups[i] or "unnamed"] += 1
+        stacks[key] = dict(sorted(tally.items()))
+    return fitted, counts, stacks
+
+
+def _candidate(params: dict[str, FamilyParams]) -> Calibration:
+    return Calibration(params=params, bands={}, fitted_rows={}, generated_by="fit", as_of="", source="")
 
 
 Progress = Callable[[str], None]
@@ -123,11 +175,9 @@ def leave_one_source_out(
             progress(source)
         held = np.asarray([r.source == source for r in prepared.rows])
         families = {catalog.chips[r.chip].family for r, h in zip(prepared.rows, held, strict=True) if h}
-        params, _ = fit_prepared(prepared, catalog, mask=~held, only=families)
-        kept = {f: p for f, p in fitted.params.items() if f not in families}
-        cal = Calibration(
-            params={**kept, **params}, bands={}, fitted_rows={}, generated_by="loso", as_of="", source=""
-        )
+        params, _, _ = fit_prepared(prepared, catalog, mask=~held, only=families)
+        kept = {k: p for k, p in fitted.params.items() if family_of(k) not in families}
+        cal = _candidate({**kept, **params})
         out[held] = prepared.predict(cal)[held]
     return out
 
@@ -266,7 +316,7 @@ def fit_calibration(
     prepared = prepare(rows, catalog)
     if progress is not None:
         progress("all sources")
-    params, counts = fit_prepared(prepared, catalog)
+    params, counts, stacks = fit_prepared(prepared, catalog)
     sources = sorted({r.source for r in rows})
     fitted = Calibration(
         params=params,
@@ -275,7 +325,7 @@ def fit_calibration(
         generated_by=command,
         as_of=date.today().isoformat(),
         source=f"{len(rows)} rows from {len(sources)} published sources",
-        extra={"metrics": list(METRICS)},
+        extra={"metrics": list(METRICS), "fitted_stacks": stacks},
     )
     loso = leave_one_source_out(prepared, catalog, fitted, progress)
     shipped = replace(fitted, bands=band_table(prepared, loso, catalog))

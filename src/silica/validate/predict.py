@@ -35,7 +35,7 @@ from silica.plan.training_search import evaluate_training
 from silica.validate.benchmarks import BenchmarkRow
 from silica.workload import InferenceWorkload, TrainingWorkload
 
-__all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare"]
+__all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare", "row_stack", "stack_group"]
 
 Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
@@ -108,6 +108,21 @@ def _single_chip(chip: Chip) -> Instance:
         as_of=chip.as_of,
         notes="one chip on its own (no scale-up or scale-out links used)",
     )
+
+
+def row_stack(row: BenchmarkRow) -> str:
+    """The serving or training stack a row was measured on: its `engine` cell, else its source's."""
+    from silica.perf.stacks import stack_of_source
+
+    return row.engine.strip().lower() or stack_of_source(row.source)
+
+
+def stack_group(row: BenchmarkRow) -> str:
+    """The calibration group of the row's stack ("" when the stack is not one Silica knows)."""
+    from silica.perf.stacks import load_stacks
+
+    stack = load_stacks().get(row_stack(row))
+    return stack.group if stack else ""
 
 
 def _kind(metric: str) -> str | None:
@@ -187,6 +202,7 @@ class _Group:
     owner: NDArray[np.intp]  # per configuration: position in `rows`
     targets: tuple[Target, ...]
     families: tuple[str, ...]  # per target
+    stack: str | None  # the serving or training stack the rows were measured on
     grid: Grid
     pp: Array
 
@@ -194,8 +210,8 @@ class _Group:
 def prepare(rows: Sequence[BenchmarkRow], catalog: Catalog | None = None) -> Prepared:
     catalog = catalog or load_catalog()
     skipped: dict[int, str] = {}
-    buckets: dict[tuple[str, str, object], list[int]] = defaultdict(list)
-    workloads: dict[tuple[str, str, object], InferenceWorkload | TrainingWorkload] = {}
+    buckets: dict[tuple[str, str, object, str], list[int]] = defaultdict(list)
+    workloads: dict[tuple[str, str, object, str], InferenceWorkload | TrainingWorkload] = {}
     for i, row in enumerate(rows):
         reason = _check(row, catalog)
         if reason:
@@ -207,12 +223,12 @@ def prepare(rows: Sequence[BenchmarkRow], catalog: Catalog | None = None) -> Pre
         except InputError as err:
             skipped[i] = err.problem
             continue
-        key = (row.model, kind, wl)
+        key = (row.model, kind, wl, row_stack(row))
         buckets[key].append(i)
         workloads[key] = wl
     groups = [
-        _build(load_model(model), kind, workloads[(model, kind, w)], idx, rows, catalog)
-        for (model, kind, w), idx in buckets.items()
+        _build(load_model(model), kind, workloads[(model, kind, w, stack)], idx, rows, catalog, stack)
+        for (model, kind, w, stack), idx in buckets.items()
     ]
     return Prepared(rows=list(rows), skipped=skipped, groups=groups)
 
@@ -224,6 +240,7 @@ def _build(
     idx: list[int],
     rows: Sequence[BenchmarkRow],
     catalog: Catalog,
+    stack: str,
 ) -> _Group:
     targets: dict[str, Target] = {}
     inst, tp, count, batch, pp, owner = [], [], [], [], [], []
@@ -268,6 +285,7 @@ def _build(
         owner=np.asarray(owner, dtype=np.intp),
         targets=tlist,
         families=tuple(t.chip.family for t in tlist),
+        stack=stack or None,
         grid=grid,
         pp=np.asarray(pp, dtype=f64),
     )
@@ -333,25 +351,25 @@ class Prepared:
     skipped: dict[int, str]
     groups: list[_Group]
 
-    def predict(self, calibration: Calibration) -> Array:
-        """Predicted value per row (nan where skipped or infeasible)."""
-        out = np.full(len(self.rows), np.nan)
-        for g in self.groups:
-            params = [calibration.for_family(f)[0] for f in g.families]
-            with np.errstate(all="ignore"):
-                out[list(g.rows)] = _evaluate(g, params)
-        return out
+    def predict(self, calibration: Calibration, only: set[str] | None = None) -> Array:
+        """Predicted value per row (nan where skipped or infeasible).
 
-    def predict_with(self, params_by_family: dict[str, FamilyParams], families: set[str]) -> Array:
-        """Like `predict`, for rows of `families` only, with explicit parameters (used by the fit)."""
+        Each row takes the calibration entry `Calibration.resolve` gives its chip family and stack.
+        `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
+        """
         out = np.full(len(self.rows), np.nan)
+        resolved: dict[tuple[str, str | None], tuple[FamilyParams, str]] = {}
         for g in self.groups:
-            if not families.intersection(g.families):
+            entries = []
+            for f in g.families:
+                if (f, g.stack) not in resolved:
+                    r = calibration.resolve(f, g.stack)
+                    resolved[(f, g.stack)] = (r.params, r.key)
+                entries.append(resolved[(f, g.stack)])
+            if only is not None and not only.intersection(key for _, key in entries):
                 continue
-            # Targets of other families may share the group; their values are not used.
-            params = [params_by_family.get(f, DEFAULT_PARAMS) for f in g.families]
             with np.errstate(all="ignore"):
-                out[list(g.rows)] = _evaluate(g, params)
+                out[list(g.rows)] = _evaluate(g, [p for p, _ in entries])
         return out
 
 
