@@ -101,7 +101,7 @@ def test_estimate_names_its_engine_and_the_calibration_it_used() -> None:
     assert gpu["engine"] == "trtllm" and "TensorRT-LLM" in str(gpu["calibration"])
     neuron = _estimate("llama-3.1-8b", "--on", "inf2.xlarge")
     assert neuron["engine"] == "vllm-neuron" and "vLLM Neuron" in str(neuron["calibration"])
-    train = _estimate("llama-3.1-8b", "--on", "p5.48xlarge", "--task", "training")
+    train = _estimate("llama-3.1-8b", "--on", "p5.48xlarge", "--task", "training", "--seq-len", "8192")
     assert train["engine"] == "nemo"
     vllm = _estimate("llama-3.1-8b", "--on", "g6e.xlarge", "--engine", "vllm")
     assert vllm["engine"] == "vllm" and "vLLM" in str(vllm["calibration"])

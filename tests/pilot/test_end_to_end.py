@@ -49,8 +49,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 
 def _tpot(model: str, instance: str, batch: int) -> tuple[float, str]:
+    """The estimate on the pilot's engine (vLLM): the (chip, engine) pair an overlay is for."""
     e = estimate(
-        model, InferenceWorkload(input_len=24, output_len=12, batch=batch), Deployment(instance=instance)
+        model,
+        InferenceWorkload(input_len=24, output_len=12, batch=batch),
+        Deployment(instance=instance),
+        engine="vllm",
     )
     assert e.tpot_ms is not None
     return e.tpot_ms, e.calibration

@@ -29,18 +29,22 @@ def _entry(family: str, engine: str, **params: float) -> dict[str, object]:
 
 
 def test_overlay_moves_its_family_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    h100 = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1))
-    b200 = estimate("llama-3.1-8b", WL, Deployment(instance="p6-b200.48xlarge", tp=1))
+    h100 = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="vllm")
+    trt = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="trtllm")
+    b200 = estimate("llama-3.1-8b", WL, Deployment(instance="p6-b200.48xlarge", tp=1), engine="vllm")
     path = tmp_path / "overlay.json"
     # hopper at half the memory efficiency for vLLM; an sglang entry for ada that must not apply
     _write(path, [_entry("hopper", "vllm", memory_eff=0.4), _entry("ada", "sglang", memory_eff=0.3)])
     monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(path))
-    h100_after = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1))
-    b200_after = estimate("llama-3.1-8b", WL, Deployment(instance="p6-b200.48xlarge", tp=1))
+    h100_after = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="vllm")
+    trt_after = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="trtllm")
+    b200_after = estimate("llama-3.1-8b", WL, Deployment(instance="p6-b200.48xlarge", tp=1), engine="vllm")
     l40s = estimate("llama-3.1-8b", WL, Deployment(instance="g6e.xlarge"))
     assert h100_after.tpot_ms is not None and h100.tpot_ms is not None
     assert h100_after.tpot_ms > h100.tpot_ms * 1.3  # decode is bandwidth-bound: slower stream, slower token
     assert h100_after.calibration.endswith("user calibration overlay (vllm, test)")
+    # the same chip under another engine keeps the shipped parameters: the overlay is per engine
+    assert (trt_after.tpot_ms, trt_after.calibration) == (trt.tpot_ms, trt.calibration)
     # blackwell inherits hopper's shipped parameters, not the user's hopper pilot
     assert (b200_after.tpot_ms, b200_after.calibration) == (b200.tpot_ms, b200.calibration)
     assert "overlay" not in l40s.calibration

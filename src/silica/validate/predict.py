@@ -357,15 +357,21 @@ class Prepared:
         Each row takes the calibration entry `Calibration.resolve` gives its chip family and stack.
         `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
         """
+        from silica.perf.stacks import default_stack
+
         out = np.full(len(self.rows), np.nan)
-        resolved: dict[tuple[str, str | None], tuple[FamilyParams, str]] = {}
+        resolved: dict[tuple[str, str], tuple[FamilyParams, str]] = {}
         for g in self.groups:
             entries = []
-            for f in g.families:
-                if (f, g.stack) not in resolved:
-                    r = calibration.resolve(f, g.stack)
-                    resolved[(f, g.stack)] = (r.params, r.key)
-                entries.append(resolved[(f, g.stack)])
+            for t in g.targets:
+                # A row that names no stack Silica knows is predicted as `estimate` would predict it:
+                # on the vendor's recommended stack for the task.
+                stack = g.stack or default_stack(t.chip.vendor, g.kind)[0].name
+                f = t.chip.family
+                if (f, stack) not in resolved:
+                    r = calibration.resolve(f, stack)
+                    resolved[(f, stack)] = (r.params, r.key)
+                entries.append(resolved[(f, stack)])
             if only is not None and not only.intersection(key for _, key in entries):
                 continue
             with np.errstate(all="ignore"):
