@@ -91,6 +91,7 @@ class EstimateBase:
     bands: dict[str, Band] = field(default_factory=dict)
     calibration: str = ""  # "fitted on family X" or "inherited from Y: rule"
     assumptions: tuple[str, ...] = ()
+    ep: int | None = None  # expert-parallel degree (mixture-of-experts models; None for dense)
 
     @property
     def task(self) -> str:

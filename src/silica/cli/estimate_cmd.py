@@ -208,6 +208,9 @@ def register(app: typer.Typer) -> None:
         ),
         tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
         pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
+        ep: int | None = typer.Option(
+            None, "--ep", help="Expert parallelism of a mixture-of-experts model (default: chosen)."
+        ),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -221,7 +224,7 @@ def register(app: typer.Typer) -> None:
         result = run(
             model,
             wl,
-            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp),
+            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
             catalog=placement.catalog,
             calibration=opts.load_calibration(),
             option=opts.purchase_option,
@@ -276,7 +279,8 @@ def _print_estimate(r: Any) -> None:
             table.add_row("why", reason)
     else:
         d = r.to_dict()
-        table.add_row("layout", f"tp={r.tp} pp={r.pp} replicas/dp={r.dp} batch={r.batch}")
+        experts = f" ep={r.ep}" if r.ep is not None else ""
+        table.add_row("layout", f"tp={r.tp} pp={r.pp}{experts} replicas/dp={r.dp} batch={r.batch}")
         for key, label, spec in (
             ("ttft_ms", "TTFT ms", ".1f"),
             ("tpot_ms", "TPOT ms", ".2f"),
@@ -315,6 +319,7 @@ _PART_LABELS = {
     "kv": "KV",
     "activations": "activations",
     "all_reduce": "all-reduce",
+    "all_to_all": "all-to-all",
     "pipeline": "pipeline hand-offs",
     "bubble": "pipeline bubble",
     "gradient_sync": "gradient sync",

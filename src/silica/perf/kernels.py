@@ -370,6 +370,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     )
     tok_s_chip = tokens / step / chips
     mfu = tok_s_chip * (model_flops_per_token + attn_per_token) / run.peak_flops
+
     def sharded(per_param: float, stage: int) -> Array:
         """Bytes per unit of one per-parameter state that ZeRO shards from `stage` on."""
         dense = dense_unit / np.where(zero_stage >= stage, dp, 1.0)

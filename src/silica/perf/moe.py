@@ -34,9 +34,9 @@ __all__ = [
     "expert_shard",
     "imbalance",
     "moe_activation_bytes",
-    "router_flops",
     "routed_active_params",
     "routed_total_params",
+    "router_flops",
     "tokens_per_expert",
 ]
 
