@@ -386,6 +386,33 @@ _NOTES = """
   and the vLLM Neuron plugin have no published rows in the calibration set: their estimates take
   the parameters of the stack they inherit from, and say so.
 
+## Mixture of experts
+
+Expert parallelism (`--ep`, searched by `compare` for training) and the MoE terms live in
+`src/silica/perf/moe.py`; none adds a fitted parameter.
+
+- Each unit holds E/ep whole experts (expert tensor parallelism 1, as Megatron-Bridge's MoE recipes
+  set it); at ep 1 experts are split by tp like the dense layers. Expert gradients and Adam state
+  reduce and ZeRO-shard over the tp x dp / ep ranks of their group. Training rule: ep divides the
+  expert count and tp x dp of a pipeline stage (Megatron-Core "MoE parallel folding"); serving: ep
+  divides tp.
+- All-to-all dispatch and combine: two per MoE layer forward, two more backward and per recomputed
+  forward; (tokens / tp) x top_k x d_model x activation bytes per unit, of which (ep - 1) / ep
+  leaves the unit (GShard, Lepikhin et al. 2020), over NVLink/NeuronLink inside the instance and
+  EFA/InfiniBand beyond it, the slower share setting the time, plus `collective_latency_us` each.
+- Grouped GEMM: an expert's matmul sees tokens x top_k / E x max(ep / tp, 1) tokens and runs at the
+  efficiency the `compute_half_tokens` curve gives that many.
+- Router: 2 x tokens x d_model x E FLOPs per MoE layer.
+- Load imbalance: the busiest expert rank does `CAPACITY_FACTOR` = 1.25 times the mean work when
+  ep > 1 (Switch Transformer, Fedus et al. 2021, section 2.2); 1.0 for benchmark runs that force
+  balanced routing (the Megatron-Bridge page says its runs do).
+- MoE activations: 2h + top_k x (4h + 6 ff) bytes per token per MoE layer instead of the dense
+  MLP's share of Korthikanti et al.'s 34h.
+
+Serving does not search ep: with attention split by tp every unit already holds every token, so in
+this model ep moves no fewer bytes than tp; wide expert parallelism with data-parallel attention is
+not modelled.
+
 ## Side by side with peer estimators
 
 `benchmarks/peer_accuracy.py` predicts every row that aiconfigurator (NVIDIA's configurator, with

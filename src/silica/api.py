@@ -207,6 +207,7 @@ def estimate(
     task: str = "inference",
     tp: int | None = None,
     pp: int | None = None,
+    ep: int | None = None,
     option: str | None = None,
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
@@ -228,7 +229,7 @@ def estimate(
     result = run(
         spec,
         wl,
-        Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp),
+        Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
         catalog=placement.catalog,
         calibration=load_calibration(None),
         option=option,  # type: ignore[arg-type]

@@ -92,6 +92,7 @@ class EstimateBase:
     calibration: str = ""  # "fitted on family X" or "inherited from Y: rule"
     engine: str = ""  # the serving or training stack assumed (data/stacks.yaml)
     assumptions: tuple[str, ...] = ()
+    ep: int | None = None  # expert-parallel degree (mixture-of-experts models; None for dense)
 
     @property
     def task(self) -> str:

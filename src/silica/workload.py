@@ -149,6 +149,9 @@ class TrainingWorkload:
     deadline_days: float | None = None
     compute_dtype: Dtype = "bf16"
     zero_stage: int = 1
+    # Routing forced to an even load (benchmark runs: NVIDIA's MoE tables force-balance tokens);
+    # otherwise the busiest expert rank carries `perf.moe.CAPACITY_FACTOR` times the mean.
+    balanced_experts: bool = False
     task: Literal["training"] = field(default="training", init=False)
 
     def __post_init__(self) -> None:
@@ -180,7 +183,7 @@ class Deployment:
     count: int = 1
     tp: int | None = None
     pp: int | None = None  # None: the planner chooses (instances chained as stages for inference)
-    ep: int = 1
+    ep: int | None = None  # expert parallelism; None: chosen for a mixture-of-experts model, else 1
 
     def __post_init__(self) -> None:
         _positive("Instance count", self.count, "INSTANCExCOUNT", MAX_INSTANCES)
@@ -189,14 +192,41 @@ class Deployment:
         _positive("ep", self.ep, "--ep", MAX_PARALLEL)
 
     def check_fits(
-        self, model_id: str, n_layers: int, n_heads: int, n_kv_heads: int, *, chained: bool = False
+        self,
+        model_id: str,
+        n_layers: int,
+        n_heads: int,
+        n_kv_heads: int,
+        *,
+        chained: bool = False,
+        n_experts: int = 0,
     ) -> None:
-        """Refuse a layout the model cannot take: more pipeline stages than layers, a tp that splits heads.
+        """Refuse a layout the model cannot take: more pipeline stages than layers, a tp that splits heads,
+        an expert-parallel degree that does not split the experts evenly.
 
         Tensor parallelism shards attention by heads (Megatron-LM, Shoeybi et al. 2019, sec. 3): vLLM,
         TensorRT-LLM and NxD Inference all require tp to divide the query heads, and KV heads either
-        divisible by tp or replicated (tp a multiple of the KV heads).
+        divisible by tp or replicated (tp a multiple of the KV heads). Expert parallelism places whole
+        experts on each rank, so ep divides the routed experts (Megatron-Core requires
+        num_moe_experts % expert_model_parallel_size == 0); a dense model has no experts to split.
         """
+        if self.ep is not None and self.ep > 1:
+            if n_experts == 0:
+                raise InputError(
+                    f"ep {self.ep} needs a mixture-of-experts model; {model_id} is dense (no experts).",
+                    "drop --ep (or pass --ep 1).",
+                )
+            if self.ep > n_experts:
+                raise InputError(
+                    f"ep {self.ep} is more expert-parallel ranks than {model_id}'s {n_experts} experts.",
+                    f"pass --ep {n_experts} or a smaller divisor of it.",
+                )
+            if n_experts % self.ep:
+                options = ", ".join(str(d) for d in range(1, n_experts + 1) if n_experts % d == 0)
+                raise InputError(
+                    f"ep {self.ep} does not split {model_id}'s {n_experts} experts evenly.",
+                    f"pass an --ep that divides {n_experts} ({options}).",
+                )
         if self.pp is not None and self.pp > n_layers:
             raise InputError(
                 f"pp {self.pp} is more pipeline stages than {model_id}'s {n_layers} layers.",

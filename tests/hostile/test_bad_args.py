@@ -162,6 +162,20 @@ case(
     {"bad/config.json": config(max_position_embeddings=4096)},
 )
 case("estimate/tp-not-dividing-kv-heads", [*E, "--tp", "16"])  # 8 KV heads: tp 16 would split a head
+# Expert parallelism: only for MoE models, must split the experts evenly, must fit the ranks.
+Q = ["estimate", "qwen3-30b-a3b", "--on", "h100x16", "--task", "training", "--seq-len", "4096"]
+case("estimate/ep-on-a-dense-model", [*E, "--ep", "8"])
+case("estimate/ep-zero", [*Q, "--ep", "0"])
+case("estimate/ep-negative", [*Q, "--ep", "-4"])
+case("estimate/ep-not-a-number", [*Q, "--ep", "eight"])
+case("estimate/ep-more-than-experts", [*Q, "--ep", "256"])  # 128 experts
+case("estimate/ep-not-dividing-experts", [*Q, "--ep", "3"])
+case("estimate/ep-huge", [*Q, "--ep", "1000000"])
+case("estimate/ep-not-dividing-ranks", [*Q, "--ep", "64"])  # 16 GPUs: no tp x dp of 16 holds 64
+case(
+    "estimate/ep-not-dividing-serving-tp",
+    ["estimate", "qwen3-30b-a3b", "--on", "p5.48xlarge", "--tp", "2", "--ep", "4"],
+)
 
 # --- engines: unknown names, and stacks that cannot run where they are asked to -------------------------
 case("estimate/--engine unknown", [*E, "--engine", "tensorflow-serving"])

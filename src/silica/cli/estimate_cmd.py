@@ -216,6 +216,9 @@ def register(app: typer.Typer) -> None:
         ),
         tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
         pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
+        ep: int | None = typer.Option(
+            None, "--ep", help="Expert parallelism of a mixture-of-experts model (default: chosen)."
+        ),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -229,7 +232,7 @@ def register(app: typer.Typer) -> None:
         result = run(
             model,
             wl,
-            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp),
+            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
             catalog=placement.catalog,
             calibration=opts.load_calibration(),
             option=opts.purchase_option,
@@ -286,7 +289,8 @@ def _print_estimate(r: Any) -> None:
             table.add_row("why", reason)
     else:
         d = r.to_dict()
-        table.add_row("layout", f"tp={r.tp} pp={r.pp} replicas/dp={r.dp} batch={r.batch}")
+        experts = f" ep={r.ep}" if r.ep is not None else ""
+        table.add_row("layout", f"tp={r.tp} pp={r.pp}{experts} replicas/dp={r.dp} batch={r.batch}")
         if r.engine:
             table.add_row("engine", r.engine)
         for key, label, spec in (
@@ -327,6 +331,7 @@ _PART_LABELS = {
     "kv": "KV",
     "activations": "activations",
     "all_reduce": "all-reduce",
+    "all_to_all": "all-to-all",
     "pipeline": "pipeline hand-offs",
     "bubble": "pipeline bubble",
     "gradient_sync": "gradient sync",

@@ -28,6 +28,7 @@ class Layout:
     the micro-batch). `static_shapes` marks Neuron rows: prompt and context run as compiled
     power-of-two buckets and attention heads are padded up to a multiple of tp. `dp` is the
     data-parallel degree (training; a serving replica count is decided by the planner instead).
+    `ep` is the expert-parallel degree of a mixture-of-experts model (None: 1); see `perf.moe`.
     """
 
     tp: Array
@@ -35,6 +36,7 @@ class Layout:
     batch: Array
     static_shapes: BoolArray
     dp: Array | None = None
+    ep: Array | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,9 @@ class TrainingRun:
 
     `peak_flops` is the chip's dense peak that MFU is quoted against (nan where the chip has no
     published figure at the compute dtype). `full_recompute` marks layouts that keep only each
-    layer's input and recompute the rest in the backward pass.
+    layer's input and recompute the rest in the backward pass. `expert_capacity` is the busiest
+    expert rank's load over the mean (None: `perf.moe.CAPACITY_FACTOR`; 1.0 for force-balanced
+    benchmark routing).
     """
 
     global_batch: Array
@@ -69,6 +73,7 @@ class TrainingRun:
     zero_stage: int
     peak_flops: Array
     full_recompute: BoolArray | None = None
+    expert_capacity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,7 @@ class TimeSplit:
     bubble: Array | float = 0.0
     gradient_sync: Array | float = 0.0
     optimizer: Array | float = 0.0
+    all_to_all: Array | float = 0.0  # expert-parallel dispatch and combine (MoE)
 
     def parts_at(self, i: int) -> dict[str, float]:
         """The non-zero parts of configuration `i`, in seconds."""
@@ -116,6 +122,7 @@ class TimeSplit:
             "weights": r * weights / n,
             "kv": r * kv / n,
             "all_reduce": r * _at(self.all_reduce, i),
+            "all_to_all": r * _at(self.all_to_all, i),
             "pipeline": r * _at(self.pipeline, i),
             "overhead": r * _at(self.overhead, i),
             "activations": r * _at(self.activations, i),

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from silica.models.spec import ModelSpec
+from silica.perf import moe
 from silica.perf.inputs import Layout, TimeSplit, TrainingRun, Widths
 from silica.perf.machine import Machine
 
@@ -123,6 +124,24 @@ def _matmul_eff(m: Machine, tokens: Array) -> Array:
     return m.cal.eff_max * tokens / (tokens + m.cal.half_tokens)
 
 
+def _matmul_seconds(
+    c: ModelCosts, m: Machine, lay: Layout, tokens: Array, other_flops: Array, capacity: float
+) -> Array:
+    """Seconds per unit of one forward pass's matmuls over `tokens` tokens (all layers).
+
+    Dense weights (attention, dense and shared MLPs, the routers) and `other_flops` (attention
+    math) run at the efficiency of `tokens` rows; routed experts run as a grouped GEMM whose matmuls
+    see only the tokens routed to one expert, on the busiest expert rank (`perf.moe`).
+    """
+    routed = moe.routed_active_params(c)
+    dense = 2.0 * tokens * (c.matmul_params - routed) + moe.router_flops(c, tokens) + other_flops
+    seconds = dense / _matmul_eff(m, tokens)
+    if routed:
+        expert = 2.0 * tokens * routed * moe.imbalance(lay, capacity)
+        seconds = seconds + expert / _matmul_eff(m, moe.tokens_per_expert(c, tokens, lay))
+    return seconds / (lay.tp * m.unit_flops)
+
+
 def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes: Array) -> Array:
     """Ring all-reduce: latency + 2 (n-1)/n x bytes / achieved link bandwidth (Patarasuk & Yuan 2009).
 
@@ -152,6 +171,16 @@ def _forward_overheads(
     return c.n_layers * m.cal.layer_s + lay.batch * m.cal.seq_s, comm, stages
 
 
+def _grad_allreduce(m: Machine, ranks: Array, grad_bytes: Array, bw: Array) -> Array:
+    """Data-parallel gradient ring all-reduce over `ranks`, with a latency per tree level."""
+    return np.where(
+        ranks > 1,
+        2.0 * (ranks - 1.0) / ranks * grad_bytes / (bw * m.cal.coll_bw_eff)
+        + m.cal.coll_s * np.log2(np.maximum(ranks, 2.0)),
+        0.0,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class PhaseSeconds:
     """A phase's time for every configuration, and what it is spent on."""
@@ -166,8 +195,8 @@ def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Wi
     tokens = lay.batch * length
     heads = _padded_heads(c, lay)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
-    work = 2.0 * tokens * c.matmul_params + c.attention_flops(tokens, context, heads) / m.cal.attn_eff
-    t_compute = work / tp / (m.unit_flops * _matmul_eff(m, tokens))
+    attention = c.attention_flops(tokens, context, heads) / m.cal.attn_eff
+    t_compute = _matmul_seconds(c, m, lay, tokens, attention, moe.CAPACITY_FACTOR)
     weights = c.weights_read(tokens) * w.weight / tp
     kv = tokens * c.kv_bytes_per_token_per_unit(tp, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
@@ -190,7 +219,7 @@ def mean_decode_seconds(
     tp, batch = lay.tp, lay.batch
     heads = _padded_heads(c, lay)
     compute_rate = tp * m.unit_flops * _matmul_eff(m, batch)
-    matmul = 2.0 * batch * c.matmul_params
+    matmul_s = _matmul_seconds(c, m, lay, batch, np.zeros_like(batch), moe.CAPACITY_FACTOR)
     weights = c.weights_read(batch) * w.weight / tp
     kv_per_token = batch * c.kv_bytes_per_token_per_unit(tp, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
@@ -199,7 +228,7 @@ def mean_decode_seconds(
     for context in contexts:
         # Decode attention reads the KV cache once per step (counted in the stream below); the
         # materialised-score penalty `attn_eff` belongs to context encoding only.
-        t_compute = (matmul + c.attention_flops(batch, context, heads)) / compute_rate
+        t_compute = matmul_s + c.attention_flops(batch, context, heads) / compute_rate
         sliding = np.minimum(context, c.window) if c.window else context
         kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
         kv = kv_per_token * kv_tokens
@@ -276,40 +305,54 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel), so the
     # attention math runs at matmul efficiency; `attn_eff` describes inference engines only.
     attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads)
-    fwd_flops = (2.0 * mb_tokens * c.matmul_params + attention) / pp
-    t_compute = passes * fwd_flops / tp / (m.unit_flops * _matmul_eff(m, mb_tokens))
-    weight_bytes = passes * c.weights_read(mb_tokens) * w.weight / (tp * pp)
+    # Routed experts run as a grouped GEMM over the tokens each expert receives, and the busiest
+    # expert rank sets the pace (`perf.moe`); the rest (attention, dense and shared MLPs, the
+    # routers) runs over the micro-batch's tokens. A dense model has no routed part.
+    capacity = moe.CAPACITY_FACTOR if run.expert_capacity is None else run.expert_capacity
+    t_compute = passes / pp * _matmul_seconds(c, m, lay, mb_tokens, attention, capacity)
+    # A rank streams its dense shard (1/(tp pp)) and its experts' shard (1/(ep pp) with whole experts).
+    shard = moe.expert_shard(lay)
+    read = c.weights_read(mb_tokens)
+    per_rank_read = c.static_params / (tp * pp) + (read - c.static_params) / (shard * pp)
+    weight_bytes = passes * per_rank_read * w.weight
     t_weights = weight_bytes / stream_rate
     layers = c.n_layers / pp
     tp_comm = _tp_allreduce(m, tp, 4.0 * layers, mb_tokens * c.d_model * w.act)
+    # Dispatch and combine per MoE layer in the forward pass, again in each recomputed forward, and
+    # twice in the backward pass; each rank sends its 1/tp of the tokens (sequence parallelism).
+    a2a = moe.all_to_all_seconds(c, m, lay, mb_tokens / tp, w.act, 2.0 * (passes - 1.0))
     # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
     stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
     handoff = np.where(pp > 1, 2.0 * (m.cal.coll_s + mb_tokens * c.d_model * w.act / stage_bw), 0.0)
     # Non-matmul work (norms, activations, dropout, residuals) streams the layer activations: written
     # in the forward pass and read back in the backward pass, 2 x 34 s b h / t bytes a layer.
-    elementwise = 2.0 * ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp / stream_rate
+    # MoE layers save (and stream) more per token than a dense MLP: permuted copies, gate/up outputs.
+    act_per_token_layer = ACTIVATION_BYTES_FACTOR * c.d_model + moe.moe_activation_bytes(c)
+    elementwise = 2.0 * act_per_token_layer * mb_tokens * layers / tp / stream_rate
     layer_s = passes * layers * m.cal.layer_s
-    per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + handoff
+    per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + a2a + handoff
     pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
-    grad_bytes = c.total_params / (tp * pp) * GRAD_BYTES_PER_PARAM
+    # Dense parameters shard over tp x pp and reduce over dp; routed experts shard over their
+    # `shard` x pp ranks and reduce over the expert-data-parallel ranks, tp x dp / ep with ep > 1
+    # (Megatron-Core's expert data parallelism).
+    experts = moe.routed_total_params(c)
+    dense_unit = (c.total_params - experts) / (tp * pp)
+    expert_unit = experts / (shard * pp)
+    edp = np.where(moe.ep_of(lay) > 1, tp * dp / moe.ep_of(lay), dp)
     multi_node = units > units_per_node
     dp_bw = np.where(multi_node, m.net_bw / units_per_node, m.link_bw)
-    t_dp = np.where(
-        dp > 1,
-        2.0 * (dp - 1.0) / dp * grad_bytes / (dp_bw * m.cal.coll_bw_eff)
-        + m.cal.coll_s * np.log2(np.maximum(dp, 2.0)),
-        0.0,
-    )
+    t_dp = _grad_allreduce(m, dp, dense_unit * GRAD_BYTES_PER_PARAM, dp_bw)
+    if experts:
+        t_dp = t_dp + _grad_allreduce(m, edp, expert_unit * GRAD_BYTES_PER_PARAM, dp_bw)
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
     # Adam update: read and write fp32 master weights and both moments, read the gradient, on this
     # rank's shard (ZeRO), then write the bf16 weights.
-    shard = np.where(zero_stage >= 1, dp, 1.0)
-    params_here = c.total_params / (tp * pp)
+    zero_dp, zero_edp = (np.where(zero_stage >= 1, n, 1.0) for n in (dp, edp))
+    per_param = GRAD_BYTES_PER_PARAM + w.weight
     optimizer_s = (
-        params_here
-        * (2.0 * OPTIMIZER_BYTES_PER_PARAM / shard + GRAD_BYTES_PER_PARAM + w.weight)
-        / stream_rate
-    )
+        dense_unit * (2.0 * OPTIMIZER_BYTES_PER_PARAM / zero_dp + per_param)
+        + expert_unit * (2.0 * OPTIMIZER_BYTES_PER_PARAM / zero_edp + per_param)
+    ) / stream_rate
     step = pipeline + exposed_dp + optimizer_s
     split = TimeSplit(
         compute_s=(t_compute,),
@@ -319,6 +362,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
         all_reduce=tp_comm,
         pipeline=handoff,
         overhead=layer_s,
+        all_to_all=a2a,
         repeat=n_micro,
         activations=elementwise,
         bubble=(pp - 1.0) * per_micro,
@@ -333,17 +377,19 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     )
     tok_s_chip = tokens / step / chips
     mfu = tok_s_chip * (model_flops_per_token + attn_per_token) / run.peak_flops
-    params_unit = c.total_params / (tp * pp)
-    optimizer = params_unit * OPTIMIZER_BYTES_PER_PARAM / np.where(zero_stage >= 1, dp, 1.0)
-    grads = params_unit * GRAD_BYTES_PER_PARAM / np.where(zero_stage >= 2, dp, 1.0)
-    weights = params_unit * w.weight / np.where(zero_stage >= 3, dp, 1.0)
+
+    def sharded(per_param: float, stage: int) -> Array:
+        """Bytes per unit of one per-parameter state that ZeRO shards from `stage` on."""
+        dense = dense_unit / np.where(zero_stage >= stage, dp, 1.0)
+        return per_param * (dense + expert_unit / np.where(zero_stage >= stage, edp, 1.0))
+
+    optimizer = sharded(OPTIMIZER_BYTES_PER_PARAM, 1)
+    grads = sharded(GRAD_BYTES_PER_PARAM, 2)
+    weights = sharded(1.0, 3) * w.weight
     in_flight = np.minimum(pp, n_micro)
-    selective = ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model * layers / tp * in_flight
+    selective = act_per_token_layer * mb_tokens * layers / tp * in_flight
     # Full recompute keeps 2 s b h per layer plus one layer's working set (Korthikanti et al. 2022, §4).
-    kept = (
-        2.0 * mb_tokens * c.d_model * layers * in_flight
-        + ACTIVATION_BYTES_FACTOR * mb_tokens * c.d_model / tp
-    )
+    kept = 2.0 * mb_tokens * c.d_model * layers * in_flight + act_per_token_layer * mb_tokens / tp
     activations = np.where(full, kept, selective)
     return TrainStep(
         step_s=step,

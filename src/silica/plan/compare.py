@@ -47,7 +47,9 @@ def estimate(
     """
     spec = _model(model)
     chained = isinstance(workload, InferenceWorkload)  # serving chains instances as pipeline stages
-    deployment.check_fits(spec.id, spec.n_layers, spec.n_heads, spec.n_kv_heads, chained=chained)
+    deployment.check_fits(
+        spec.id, spec.n_layers, spec.n_heads, spec.n_kv_heads, chained=chained, n_experts=spec.n_experts
+    )
     targets = resolve_targets(
         [deployment.instance],
         catalog=catalog,
@@ -59,8 +61,8 @@ def estimate(
     )
     d = deployment
     if isinstance(workload, InferenceWorkload):
-        return search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)[0]
-    return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp)[0]
+        return search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+    return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,26 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BATCHES", "Grid", "TrainingGrid", "divisors", "make_grid", "training_grid"]
+__all__ = [
+    "BATCHES",
+    "MAX_EP",
+    "Grid",
+    "TrainingGrid",
+    "divisors",
+    "ep_choices",
+    "expand_ep",
+    "make_grid",
+    "training_grid",
+]
 
 IntArray = NDArray[np.int64]
 # Concurrent sequences tried when the workload does not fix the batch.
 # Quarter-octave steps: an engine with paged KV runs as many sequences as fit, so a memory-bound
 # batch must not be rounded down to a power of two (up to 2x too little throughput).
 BATCHES: tuple[int, ...] = tuple(sorted({round(2 ** (k / 4)) for k in range(45)}))  # 1 .. 2048, 40 steps
+# Largest expert-parallel degree searched: NVIDIA's published MoE recipes go up to 64 (DeepSeek-V3
+# and gpt-oss on GB200 NVL72, Megatron-Bridge performance summary); wider groups are not published.
+MAX_EP = 64
 
 
 def divisors(n: int) -> list[int]:
@@ -92,3 +105,28 @@ def training_grid(
     """Every (instance, legal tp, instance count, pipeline degree) for the training search."""
     inst, tp, count, pp = _product(tp_options, counts, pp_degrees)
     return TrainingGrid(inst=inst, tp=tp, count=count, pp=pp)
+
+
+def ep_choices(n_experts: int, ep: int | None) -> list[int]:
+    """Expert-parallel degrees to try: the one given, else every divisor of the expert count up to
+    MAX_EP (a dense model has none: 1). A degree must divide the experts so that every rank holds
+    the same number of whole experts."""
+    if ep is not None:
+        return [ep]
+    return [d for d in divisors(n_experts) if d <= MAX_EP] if n_experts else [1]
+
+
+def expand_ep(
+    keep: NDArray[np.intp], stage_ranks: NDArray[np.float64], options: Sequence[int]
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Repeat each layout (`keep` rows) once per ep option that divides its `stage_ranks`.
+
+    Megatron-Core carves the expert-parallel group out of the tp x dp ranks of one pipeline stage
+    (MoE parallel folding), so ep must divide tp x dp; returns the rows and their ep.
+    """
+    rows, eps = [], []
+    for e in options:
+        ok = np.abs(np.mod(stage_ranks, e)) < 1e-9
+        rows.append(keep[ok])
+        eps.append(np.full(int(ok.sum()), float(e)))
+    return np.concatenate(rows).astype(np.intp), np.concatenate(eps)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from silica import cost
 from silica.cost import Ranking
+from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.inputs import Layout, Requests
@@ -49,7 +51,12 @@ INSTANCE_DOUBLING_HANDICAP = 0.05
 
 
 def evaluate_inference(
-    model: ModelSpec, wl: InferenceWorkload, targets: Sequence[Target], grid: Grid, pp: Array
+    model: ModelSpec,
+    wl: InferenceWorkload,
+    targets: Sequence[Target],
+    grid: Grid,
+    pp: Array,
+    ep: Array | None = None,
 ) -> InferencePerf:
     """Run the performance model on every configuration of the grid."""
     prec = precision(wl.weight_dtype, wl.compute_dtype)
@@ -61,7 +68,7 @@ def evaluate_inference(
     return inference_perf(
         ModelCosts.of(model),
         m,
-        Layout(tp=grid.tp, pp=pp, batch=grid.batch, static_shapes=static),
+        Layout(tp=grid.tp, pp=pp, batch=grid.batch, static_shapes=static, ep=ep),
         Requests(
             input_len=np.full(n, float(wl.input_len)),
             output_len=np.full(n, float(wl.output_len)),
@@ -82,24 +89,39 @@ def search_inference(
     tp: int | None = None,
     pp: int | None = None,
     rank: Ranking | None = None,
+    ep: int | None = None,
 ) -> list[InferenceEstimate]:
     """The best configuration per target (or the reason there is none), in target order.
 
     With a load, the best layout is the one needing the fewest instances for it (cheapest per month
     at any price); without one, the most tokens per instance-hour. Encoders (no output) are judged
     on prompt tokens instead of generated ones. `rank` is the comparison's decision (`ranking(wl)`).
+
+    Serving runs expert parallelism inside a replica's tensor-parallel ranks (vLLM
+    `--enable-expert-parallel`, TensorRT-LLM `moe_ep_size x moe_tp_size = tp`): a fixed `ep` must
+    divide tp. It is not searched: with attention split by tp every rank already holds every token,
+    so ep moves no fewer bytes than tp and only concentrates routing skew on one rank (`perf.moe`).
     """
     rank = rank or ranking(wl)
     check_shapes(model, wl)
     tp_options = tp_choices(model, targets, tp)
+    if ep is not None and ep > 1:
+        tp_options = [[t for t in options if t % ep == 0] for options in tp_options]
+        if not any(tp_options):
+            raise InputError(
+                f"ep {ep} divides none of the tensor-parallel degrees {model.id} can use here: serving "
+                "runs expert parallelism inside a replica's tp ranks.",
+                "pass an --ep that divides --tp (e.g. --ep equal to --tp).",
+            )
     if pp is not None:
         check_layout(targets, tp_options, pp, count or max(PIPELINE_COUNTS))
     counts = [count] if count is not None else list(PIPELINE_COUNTS)
     batches = [wl.batch] if wl.batch is not None else list(BATCHES)
     grid = make_grid(tp_options, counts, batches)
     stages = grid.count if pp is None else np.full(grid.size, float(pp))
+    eps = None if ep is None else np.full(grid.size, float(ep))
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
-        perf = evaluate_inference(model, wl, targets, grid, stages)
+        perf = evaluate_inference(model, wl, targets, grid, stages, eps)
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
     replicas = np.floor(units * grid.count / (grid.tp * stages))
     tok_s = replicas * perf.replica_output_tok_s
@@ -144,6 +166,8 @@ def search_inference(
         results.append(
             _estimate(model, wl, rank, target, best, grid, stages, perf, replicas, tok_s, in_tok_s)
         )
+        if model.is_moe:
+            results[-1] = replace(results[-1], ep=ep or 1)
     return results
 
 

@@ -7,17 +7,20 @@ memory and meets the deadline; ties go to the faster one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from silica import cost
+from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inputs import Layout, TrainingRun
 from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
+from silica.perf.moe import CAPACITY_FACTOR
 from silica.perf.precision import precision, widths
-from silica.plan.grid import training_grid
+from silica.plan.grid import ep_choices, expand_ep, training_grid
 from silica.plan.targets import Target, band, check_layout, price_used, tp_choices
 from silica.results import PhaseTime, TrainingEstimate
 from silica.workload import TrainingWorkload
@@ -40,6 +43,7 @@ def evaluate_training(
     pp: Array,
     dp: Array,
     full_recompute: NDArray[np.bool_] | None = None,
+    ep: Array | None = None,
 ) -> TrainStep:
     prec = precision("bf16", wl.compute_dtype)
     base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
@@ -50,13 +54,14 @@ def evaluate_training(
     return train_step(
         ModelCosts.of(model),
         m,
-        Layout(tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp),
+        Layout(tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp, ep=ep),
         TrainingRun(
             global_batch=np.full(n, float(wl.batch_sequences)),
             seq_len=np.full(n, float(wl.seq_len)),
             zero_stage=wl.zero_stage,
             peak_flops=peak,
             full_recompute=full_recompute,
+            expert_capacity=1.0 if wl.balanced_experts else None,
         ),
         widths(prec, n, weight_bytes=2.0),
     )
@@ -70,6 +75,7 @@ def search_training(
     count: int | None = None,
     tp: int | None = None,
     pp: int | None = None,
+    ep: int | None = None,
 ) -> list[TrainingEstimate]:
     tp_options = tp_choices(model, targets, tp)
     if pp is not None and count is not None:
@@ -82,8 +88,17 @@ def search_training(
     whole = (dp >= 1) & (np.abs(dp - np.round(dp)) < 1e-9) & (stages <= model.n_layers)
     whole &= dp * wl.micro_batch <= wl.batch_sequences
     keep = np.flatnonzero(whole)
+    # Every layout once per legal expert-parallel degree (MoE models only; `ep_choices`).
+    keep, epa = expand_ep(keep, grid.tp[keep] * np.round(dp[keep]), ep_choices(model.n_experts, ep))
+    if ep is not None and count is not None and keep.size == 0 and whole.any():
+        raise InputError(
+            f"ep {ep} divides none of the tp x dp layouts of {model.id} on {count} x "
+            f"{targets[0].instance.id}: the expert-parallel group is carved from the tp x dp ranks "
+            "of a pipeline stage (Megatron-Core's MoE parallel folding).",
+            "pass an --ep that divides the GPUs (NeuronCores) per pipeline stage, or another --pp/--tp.",
+        )
     # Every layout twice: selective recompute, and full recompute (slower, far less memory).
-    keep = np.concatenate([keep, keep])
+    keep, epa = np.concatenate([keep, keep]), np.concatenate([epa, epa])
     full = np.arange(keep.size) >= keep.size // 2
     inst, tpa, ppa, dpa, cnt = (
         grid.inst[keep],
@@ -93,7 +108,7 @@ def search_training(
         grid.count[keep],
     )
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
-        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa, full)
+        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa, full, ep=epa)
     capacity = np.asarray(
         [((t.chip.hbm_gib or np.nan) - RUNTIME_RESERVE_GIB) * GIB / t.chip.tp_cores_per_chip for t in targets]
     )[inst]
@@ -124,6 +139,9 @@ def search_training(
         results.append(
             _estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity, bool(full[j]))
         )
+        if model.is_moe:
+            note = moe_note(int(epa[j]), 1.0 if wl.balanced_experts else CAPACITY_FACTOR)
+            results[-1] = replace(results[-1], ep=int(epa[j]), assumptions=(*results[-1].assumptions, note))
     return results
 
 
@@ -267,3 +285,13 @@ def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float) -> tuple[str, ..
     flops_dtype = precision("bf16", wl.compute_dtype).flops_dtype
     note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu)
     return (note,) if note else ()
+
+
+def moe_note(ep: int, capacity: float) -> str:
+    """What the estimate assumed about experts, in a sentence."""
+    if ep == 1:
+        return "no expert parallelism (ep 1): every expert split by tp like the dense layers"
+    return (
+        f"expert parallelism ep {ep}: whole experts on each rank, dispatch and combine all-to-all per "
+        f"MoE layer; the busiest expert rank carries {capacity:g}x the mean load"
+    )

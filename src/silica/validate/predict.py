@@ -41,6 +41,9 @@ Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 ENCODER_METRICS = {"encoder_seq_s", "encoder_latency_ms"}
 TRAINING_METRICS = {"train_tok_s_per_chip", "train_model_tflops_per_chip"}
+# Stacks whose published MoE training runs force-balance the tokens among experts (Megatron-Bridge
+# performance summary: "In MoE training benchmarks, we force-balance the token distribution").
+FORCE_BALANCED_ENGINES = {"megatron-bridge", "nemo"}
 # A target's calibration object only supplies bands to a finished estimate; evaluation reads
 # `Target.params`, which the fit replaces per candidate.
 _NO_BANDS = Calibration(params={}, bands={}, fitted_rows={}, generated_by="validate", as_of="", source="")
@@ -176,6 +179,7 @@ def _workload(row: BenchmarkRow, kind: str) -> InferenceWorkload | TrainingWorkl
             global_batch=row.batch,
             micro_batch=row.micro_batch or 1,
             compute_dtype=row.compute_dtype,  # type: ignore[arg-type]  # checked in _check
+            balanced_experts=row_stack(row) in FORCE_BALANCED_ENGINES,
         )
     input_len = row.input_len or row.seq_len or 1
     output_len = 0 if kind == "encoder" else row.output_len or 0
@@ -205,6 +209,7 @@ class _Group:
     stack: str | None  # the serving or training stack the rows were measured on
     grid: Grid
     pp: Array
+    ep: Array  # the row's expert-parallel degree (1 where it states none)
 
 
 def prepare(rows: Sequence[BenchmarkRow], catalog: Catalog | None = None) -> Prepared:
@@ -243,7 +248,7 @@ def _build(
     stack: str,
 ) -> _Group:
     targets: dict[str, Target] = {}
-    inst, tp, count, batch, pp, owner = [], [], [], [], [], []
+    inst, tp, count, batch, pp, ep, owner = [], [], [], [], [], [], []
     for k, i in enumerate(idx):
         row = rows[i]
         chip = catalog.chips[row.chip]
@@ -267,6 +272,7 @@ def _build(
             count.append(n)
             batch.append(b)
             pp.append(row.pp or 1)
+            ep.append(row.ep or 1)
             owner.append(k)
     f64 = np.float64
     grid = Grid(
@@ -288,6 +294,7 @@ def _build(
         stack=stack or None,
         grid=grid,
         pp=np.asarray(pp, dtype=f64),
+        ep=np.asarray(ep, dtype=f64),
     )
 
 
@@ -299,7 +306,7 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
     metric = np.asarray([_METRIC_CODE[g.metrics[k]] for k in g.owner])
     if isinstance(g.workload, TrainingWorkload):
         dp = np.round(units / (grid.tp * g.pp))
-        step = evaluate_training(g.model, g.workload, targets, grid.inst, grid.tp, g.pp, dp)
+        step = evaluate_training(g.model, g.workload, targets, grid.inst, grid.tp, g.pp, dp, ep=g.ep)
         prec = precision("bf16", g.workload.compute_dtype)
         peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) for t in targets])[grid.inst]
         # The source's model TFLOP/s per chip is the MFU `estimate` reports times the chip's peak.
@@ -307,7 +314,7 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
         value = np.where(dp >= 1, value, np.nan)
         return _per_row(g, value, "first")
     wl = g.workload
-    perf = evaluate_inference(g.model, wl, targets, grid, g.pp)
+    perf = evaluate_inference(g.model, wl, targets, grid, g.pp, g.ep)
     # Replicas as `search_inference` counts them; fewer than one means the layout does not exist.
     replicas = np.floor(units / (grid.tp * g.pp))
     replicas = np.where(replicas >= 1, replicas, np.nan)
