@@ -30,7 +30,7 @@ QWEN = "qwen3-30b-a3b"  # 128 experts, top-8, 48 MoE layers
 def _h100_node(n: int = 1) -> Machine:
     cat = load_catalog()
     chip, inst = cat.chips["h100"], cat.instances["p5.48xlarge"]
-    params = load_calibration().for_family(chip.family)[0]
+    params = load_calibration().resolve(chip.family).params
     return machine_arrays([(chip, inst, params)] * n, "bf16")
 
 

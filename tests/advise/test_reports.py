@@ -88,7 +88,8 @@ def test_advice_html_shows_the_library_numbers_and_rule_sources() -> None:
 
 
 def test_advice_splits_the_saving_into_right_size_and_chip_change() -> None:
-    [doc] = [w for w in example().workloads if w.name == "doc-summaries"]
+    # The reranker: right-sizing stays on NVIDIA (g6e), the chip change goes to Inferentia.
+    [doc] = [w for w in example().workloads if w.name == "reranker"]
     r, p = doc.right_size, doc.proposed
     assert r is not None and p is not None and r.group == "nvidia" and p.group == "inferentia"
     html = advice_html(example(), META)

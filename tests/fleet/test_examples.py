@@ -86,7 +86,9 @@ def test_rainier_like_example_lends_its_night_to_training() -> None:
     assert sim.fleet["chips"] == 500_000
     static, dn = sim.run("static").metrics, sim.run("day_night").metrics
     assert dn["lent_chip_hours"] > 1e6 and static["lent_chip_hours"] == 0
-    assert dn["training_chip_hours"] > 1.2 * static["training_chip_hours"]
+    # day/night trains more than the static split (1.20x here on 2026-12-02; 1.73x before the model
+    # served Trainium2 slower, with the peak resized to keep its share of the fleet)
+    assert dn["training_chip_hours"] > 1.15 * static["training_chip_hours"]
     assert dn["jobs_deadline_missed"] < static["jobs_deadline_missed"]
     assert dn["slo_attainment"] > 0.99 and static["slo_attainment"] == 1.0
     assert static["total_usd"] is None  # trn2.48xlarge has no public price: unknown, never invented

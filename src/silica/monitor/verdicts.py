@@ -26,7 +26,11 @@ def drift_of(plan: Planned, w: Span) -> list[Drift]:
         if latency is None or latency.mean_ms is None or planned is None or low is None or high is None:
             continue
         observed = latency.mean_ms
-        if observed > high or observed < low:
+        # On the band's edge is inside it: a band whose edge is the plan itself (a family whose
+        # measurements all ran faster than predicted) must not call an on-plan window slower
+        # because a histogram's mean lands one rounding step above it.
+        slack = 1e-9 * max(abs(high), abs(low))
+        if observed > high + slack or observed < low - slack:
             out.append(
                 Drift(
                     plan.name,
@@ -38,7 +42,7 @@ def drift_of(plan: Planned, w: Span) -> list[Drift]:
                     high,
                     observed,
                     observed / planned,
-                    "slower" if observed > high else "faster",
+                    "slower" if observed > high + slack else "faster",
                 )
             )
     return out

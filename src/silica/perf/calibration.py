@@ -262,6 +262,10 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
             "pass a file written by `silica calibrate --out`.",
         )
     try:
+        for fam, p in raw["families"].items():
+            unknown = sorted(set(p) - set(PARAM_NAMES)) if isinstance(p, dict) else []
+            if unknown:  # repr: a key may hold any character, the message stays one line
+                raise ValueError(f"{fam!r} has unknown parameter(s) {', '.join(map(repr, unknown))}")
         params = {fam: FamilyParams(**p) for fam, p in raw["families"].items()}
         bands = {
             fam: {metric: (float(lo), float(hi)) for metric, (lo, hi) in table.items()}

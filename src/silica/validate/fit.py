@@ -36,11 +36,10 @@ __all__ = [
 Array = NDArray[np.float64]
 # Parameters spanning orders of magnitude are fitted in log space.
 _LOG = {"compute_half_tokens", "layer_overhead_us", "collective_latency_us", "sequence_overhead_us"}
-# Rows a family needs before it gets a band of its own (else the band of the family it inherits from).
-# One band per family, not per metric: per-metric bands fitted the other sources' residuals more
-# closely and covered fewer held-out rows (67% against 76% out of sample, measured 2026-12-02 on the
-# grown set), the sign of a band too narrow for a new source.
-MIN_ROWS_FOR_BAND = 20
+# Rows a metric needs in a family before it gets a band of its own (else the family's overall band).
+# Per metric, not one band per family: measured / predicted means "faster" for a throughput and
+# "slower" for a latency, so a band pooled over both describes neither.
+MIN_ROWS_FOR_BAND = 8
 # Rows a (family, stack group) needs before it gets parameters of its own (else the family's pooled fit).
 MIN_STACK_ROWS = 20
 # Weight of the pull toward the family's pooled parameters, per parameter moved across its whole range.
@@ -195,14 +194,16 @@ def _ratios(
         if i in prepared.skipped or not np.isfinite(predicted[i]) or predicted[i] <= 0:
             continue
         family = catalog.chips[row.chip].family
-        ratios[family]["all"].append(row.value / predicted[i])
+        ratio = row.value / predicted[i]
+        ratios[family][row.metric].append(ratio)
+        ratios[family]["all"].append(ratio)
     return ratios
 
 
 def band_table(
     prepared: Prepared, predicted: Array, catalog: Catalog, mask: NDArray[np.bool_] | None = None
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """p10 and p90 of measured / predicted per family (its "all" band), over `mask`'s rows."""
+    """p10 and p90 of measured / predicted per family and metric (and 'all'), over `mask`'s rows."""
     bands: dict[str, dict[str, tuple[float, float]]] = {}
     for family, table in _ratios(prepared, predicted, catalog, mask).items():
         # Too few rows say nothing about a spread: such a family (Trainium2, with 2 rows) keeps the
