@@ -218,9 +218,7 @@ def traces_week_runs(only: tuple[str, ...] = ()) -> list[tuple[str, str, Simulat
     return runs
 
 
-def _pair(
-    a: float | None, b: float | None, spec: str, ratio: bool = False, speedup: bool = False
-) -> str:
+def _pair(a: float | None, b: float | None, spec: str, ratio: bool = False, speedup: bool = False) -> str:
     """'static / day-night', with day-night's ratio to static when it differs by 5% or more (for a
     time, `speedup` gives static over day-night, so above 1 is faster). None (no job finished
     under both policies) reads '-'."""
@@ -386,6 +384,7 @@ def rainier_html() -> str:
 
 
 # --- writing ----------------------------------------------------------------------------------------
+
 
 def rainier_peak() -> str:
     """The example's peak demand as the prose quotes it (read from examples/rainier.yaml)."""
