@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from silica.errors import DataFileError
+from silica.perf.stacks import load_stacks
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -159,8 +160,6 @@ class Calibration:
         inherits from (`data/stacks.yaml`), then the family's pooled fit (all its measurements);
         a family without any walks `INHERITANCE` and repeats. `stack=None`: the pooled fit.
         """
-        from silica.perf.stacks import load_stacks
-
         stacks = load_stacks()
         chain: list[str] = []
         name = stack
@@ -185,8 +184,6 @@ class Calibration:
             seen, steps = INHERITANCE[seen][0], steps + 1
 
     def _resolved(self, family: str, seen: str, steps: int, key: str, label: str, via: list[str]) -> Resolved:
-        from silica.perf.stacks import load_stacks
-
         stacks = load_stacks()
         params = self.params[key]
         if steps and family in INHERITED_OVERRIDES:

@@ -38,6 +38,7 @@ class Stack:
     group: str  # stacks fitted together: one code base under several names
     inherits: str | None  # the stack an unmeasured one takes its parameters from
     why: str
+    balanced_benchmarks: bool = False  # its published MoE runs force-balance expert routing
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ def _data() -> _Data:
                 group=str(e.get("group") or name),
                 inherits=e.get("inherits"),
                 why=str(e.get("why") or ""),
+                balanced_benchmarks=bool(e.get("balanced_benchmarks", False)),
             )
             for name, e in raw["engines"].items()
         }

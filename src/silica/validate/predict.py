@@ -28,6 +28,7 @@ from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
 from silica.perf.precision import precision
+from silica.perf.stacks import default_stack, load_stacks, stack_of_source
 from silica.plan.grid import BATCHES, Grid
 from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
@@ -41,9 +42,6 @@ Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 ENCODER_METRICS = {"encoder_seq_s", "encoder_latency_ms"}
 TRAINING_METRICS = {"train_tok_s_per_chip", "train_model_tflops_per_chip"}
-# Stacks whose published MoE training runs force-balance the tokens among experts (Megatron-Bridge
-# performance summary: "In MoE training benchmarks, we force-balance the token distribution").
-FORCE_BALANCED_ENGINES = {"megatron-bridge", "nemo"}
 # A target's calibration object only supplies bands to a finished estimate; evaluation reads
 # `Target.params`, which the fit replaces per candidate.
 _NO_BANDS = Calibration(params={}, bands={}, fitted_rows={}, generated_by="validate", as_of="", source="")
@@ -115,15 +113,17 @@ def _single_chip(chip: Chip) -> Instance:
 
 def row_stack(row: BenchmarkRow) -> str:
     """The serving or training stack a row was measured on: its `engine` cell, else its source's."""
-    from silica.perf.stacks import stack_of_source
-
     return row.engine.strip().lower() or stack_of_source(row.source)
+
+
+def _balanced(row: BenchmarkRow) -> bool:
+    """Whether the row's stack publishes MoE runs with force-balanced routing (`data/stacks.yaml`)."""
+    stack = load_stacks().get(row_stack(row))
+    return stack is not None and stack.balanced_benchmarks
 
 
 def stack_group(row: BenchmarkRow) -> str:
     """The calibration group of the row's stack ("" when the stack is not one Silica knows)."""
-    from silica.perf.stacks import load_stacks
-
     stack = load_stacks().get(row_stack(row))
     return stack.group if stack else ""
 
@@ -179,7 +179,7 @@ def _workload(row: BenchmarkRow, kind: str) -> InferenceWorkload | TrainingWorkl
             global_batch=row.batch,
             micro_batch=row.micro_batch or 1,
             compute_dtype=row.compute_dtype,  # type: ignore[arg-type]  # checked in _check
-            balanced_experts=row_stack(row) in FORCE_BALANCED_ENGINES,
+            balanced_experts=_balanced(row),
         )
     input_len = row.input_len or row.seq_len or 1
     output_len = 0 if kind == "encoder" else row.output_len or 0
@@ -364,8 +364,6 @@ class Prepared:
         Each row takes the calibration entry `Calibration.resolve` gives its chip family and stack.
         `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
         """
-        from silica.perf.stacks import default_stack
-
         out = np.full(len(self.rows), np.nan)
         resolved: dict[tuple[str, str], tuple[FamilyParams, str]] = {}
         for g in self.groups:
