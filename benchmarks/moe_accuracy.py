@@ -54,7 +54,7 @@ def main() -> None:
     calibration = load_calibration(args.calibration)
     if args.refit:
         catalog = load_catalog()
-        params, counts = fit_prepared(prepare([*published, *training, *trtllm], catalog), catalog)
+        params, counts, _ = fit_prepared(prepare([*published, *training, *trtllm], catalog), catalog)
         calibration = Calibration(
             params=params, bands={}, fitted_rows=counts, generated_by="refit", as_of="", source=""
         )

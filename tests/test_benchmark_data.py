@@ -35,3 +35,14 @@ def test_every_row_is_predicted(path) -> None:
     predictions = predict_rows(read_benchmarks(path))
     skipped = [(p.row.id, p.skipped) for p in predictions if p.predicted is None]
     assert not skipped
+
+
+def test_the_shipped_calibration_was_fitted_on_every_bundled_file_and_no_holdout() -> None:
+    """A file added to the data but left out of `silica calibrate` would silently not be fitted."""
+    from silica.perf.calibration import load_calibration
+
+    command = load_calibration().generated_by.split()
+    fitted = {part.rsplit("/", 1)[-1] for part in command if part.endswith(".csv")}
+    assert {p.name for p in bundled_files()} <= fitted
+    assert not {p.name for p in bundled_files(holdout=True)} & fitted
+    assert "published.csv" in fitted
