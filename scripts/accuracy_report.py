@@ -376,12 +376,20 @@ def _rewrite_readme(path: Path, paragraph: str) -> None:
 
 
 def _git() -> str:
+    """The commit the report was made from, marked when the code or data differed from it."""
     try:
-        return subprocess.run(
+        head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src", "scripts"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return f"{head} with uncommitted changes to src/ or scripts/" if changed else head
 
 
 _NOTES = """
