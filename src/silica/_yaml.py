@@ -49,7 +49,9 @@ class Located:
 
     def error(self, where: Path_, problem: str, fix: str) -> DataFileError:
         """A one-line error naming the file, the line and the field."""
-        dotted = ".".join(str(p) for p in where) or "(top level)"
+        # A key from the file may hold a newline or other control character: quoted, the message
+        # stays one line (the fuzz tests found `{"\n": null}` under a known section).
+        dotted = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in where) or "(top level)"
         return DataFileError(f"{self.path}, line {self.line(where)}, field {dotted}: {problem}", fix)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -157,6 +158,20 @@ def test_inventory_near_misses(data: st.DataObject, value: Any) -> None:
     else:
         doc[where[0]] = value
     _check(_inventory, _yaml_bytes(doc), "inv.yaml")
+
+
+def test_a_key_with_a_newline_is_named_on_one_line() -> None:
+    """Found by the fuzz test above: an unknown key holding a newline split the error in two."""
+    from silica.errors import DataFileError
+
+    doc = json.loads(json.dumps(INVENTORY))
+    doc["pricing"] = {"\n": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "inv.yaml"
+        path.write_bytes(_yaml_bytes(doc))
+        with pytest.raises(DataFileError) as err:
+            _inventory(path)
+    assert "\n" not in str(err.value) and "'\\n'" in str(err.value), str(err.value)
 
 
 @fuzz(80)
