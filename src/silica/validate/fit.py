@@ -205,8 +205,14 @@ def _anchor(key: str, fitted: dict[str, FamilyParams], base: dict[str, FamilyPar
     return None
 
 
-def _candidate(params: dict[str, FamilyParams]) -> Calibration:
-    return Calibration(params=params, bands={}, fitted_rows={}, generated_by="fit", as_of="", source="")
+def _candidate(
+    params: dict[str, FamilyParams] | None = None,
+    bands: dict[str, dict[str, tuple[float, float]]] | None = None,
+) -> Calibration:
+    """A calibration of just these parameters or bands, to predict with or to read bands from."""
+    return Calibration(
+        params=params or {}, bands=bands or {}, fitted_rows={}, generated_by="fit", as_of="", source=""
+    )
 
 
 Progress = Callable[[str], None]
@@ -325,20 +331,18 @@ def _held_out_hits(res: _Residuals, sources: Sequence[str]) -> tuple[NDArray[np.
     every widening: (rows x widenings inside, rows considered)."""
     considered = np.zeros(len(res.log_ratio), dtype=bool)
     inside = np.zeros((len(res.log_ratio), _WIDENINGS.size), dtype=bool)
-    pool = np.isin(np.asarray(res.source), list(sources))
+    names = np.asarray(res.source)
+    pool = np.isin(names, list(sources))
     for source in sources:
-        held = np.flatnonzero(np.asarray([s == source for s in res.source]))
+        mask = names == source
+        held = np.flatnonzero(mask)
         considered[held] = True
-        raw = _raw_bands(res, pool & ~np.isin(np.arange(len(res.log_ratio)), held))
+        raw = _raw_bands(res, pool & ~mask)
         for k, widen in enumerate(_WIDENINGS):
-            cal = _bands_only(_widened(raw, float(widen)))
+            cal = _candidate(bands=_widened(raw, float(widen)))
             for i in held:
                 inside[i, k] = _inside(cal, res.family[i], res.metric[i], float(np.exp(res.log_ratio[i])))
     return inside, considered
-
-
-def _bands_only(bands: dict[str, dict[str, tuple[float, float]]]) -> Calibration:
-    return Calibration(params={}, bands=bands, fitted_rows={}, generated_by="", as_of="", source="")
 
 
 def _choose_widening(res: _Residuals, sources: Sequence[str]) -> float:
@@ -383,8 +387,9 @@ def band_coverage(
     """
     res = _residuals(prepared, loso, catalog)
     n_out = hit_out = 0
+    names = np.asarray(res.source)
     for source in sorted(set(res.source)):
-        held = np.asarray([s == source for s in res.source])
+        held = names == source
         others = sorted({s for s in res.source if s != source})
         widen = _choose_widening(res, others)
         raw = _raw_bands(res, ~held)
