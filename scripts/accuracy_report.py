@@ -259,6 +259,11 @@ MEANING = {
     "flash-attention; far lower where the score matrix is materialised)",
     "sequence_overhead_us": "the serving engine's host work per sequence per forward step (scheduling, "
     "sampling, KV block bookkeeping, streaming the token out): the one overhead that grows with the batch",
+    "moe_layer_overhead_us": "fixed time a mixture-of-experts layer adds per pass beyond a dense layer's "
+    "(router top-k, the token-count copy to the host a dropless dispatch waits for, permute and "
+    "unpermute, one GEMM launch per local expert): it does not shrink with the tokens, so small "
+    "micro-batches pay it most. An entry fitted on no MoE rows keeps the value of the entry it is "
+    "anchored to (else the default)",
 }
 # Why a parameter may rest on a bound, by (parameter, which bound): what the rows can and cannot see.
 AT_BOUND = {
@@ -287,6 +292,10 @@ AT_BOUND = {
     ("sequence_overhead_us", "lower"): "the rows cannot see a per-sequence host cost",
     ("sequence_overhead_us", "upper"): "per-sequence cost at its ceiling: the rows are slower at "
     "large batches than any bounded host cost explains",
+    ("moe_layer_overhead_us", "lower"): "the rows cannot see a per-MoE-layer cost beyond a dense "
+    "layer's: the engine hides it (CUDA graphs) or the steps are long",
+    ("moe_layer_overhead_us", "upper"): "MoE layers cost more per pass than any bounded host cost "
+    "explains: a term the model lacks",
 }
 
 
@@ -298,6 +307,7 @@ _SPANS = {
     "collective_latency_us",
     "compute_half_tokens",
     "sequence_overhead_us",
+    "moe_layer_overhead_us",
 }
 
 

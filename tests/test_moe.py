@@ -82,14 +82,20 @@ def test_all_to_all_is_zero_without_ep_and_uses_the_network_beyond_one_node() ->
     m = _h100_node()
     assert _a2a(m, 1) == 0.0
     inside, across = _a2a(m, 8), _a2a(m, 16)
-    assert inside > 0 and across > 3 * inside  # EFA per GPU is ~1/9 of NVLink per GPU
+    assert inside > 0 and across > inside  # the network per GPU is ~1/9 of NVLink per GPU
     slower_net = replace(m, net_bw=m.net_bw / 2)
     assert _a2a(slower_net, 8) == inside  # an 8-GPU group stays on NVLink
-    assert _a2a(slower_net, 16) > 1.9 * across - 1e-3  # the 16-GPU group's time is the network's
+    assert _a2a(slower_net, 16) > 1.5 * across  # the 16-GPU group's time is the network's
     # The bytes: 4096 tokens x top-8 x d_model x 2 B, 7/8 of it leaving each rank, at NVLink speed.
     c = ModelCosts.of(load_model(QWEN))
+    coll = float(m.cal.coll_s[0])
     wire = 4096 * 8 * c.d_model * 2.0 * 7 / 8 / float(m.link_bw[0] * m.cal.coll_bw_eff[0])
-    assert inside == pytest.approx(4.0 * c.n_moe_layers * (float(m.cal.coll_s[0]) + wire), rel=1e-9)
+    assert inside == pytest.approx(4.0 * c.n_moe_layers * (coll + wire), rel=1e-9)
+    # Between nodes a token goes once per remote node holding any of its 8 experts (DeepEP and
+    # HybridEP forward it over NVLink there): with two nodes, 1 - (1/2)^8 of the tokens cross.
+    nic = float(m.net_bw[0] / m.units_per_instance[0] * m.cal.coll_bw_eff[0])
+    net = 4096 * c.d_model * 2.0 * (1 - 0.5**8) / nic
+    assert across == pytest.approx(4.0 * c.n_moe_layers * (coll + net), rel=1e-9)
 
 
 def test_grouped_gemm_is_less_efficient_at_few_tokens_per_expert() -> None:
@@ -136,9 +142,9 @@ def test_estimate_honours_ep_and_shows_it() -> None:
     assert not results[1].feasible and "memory" in results[1].reasons[0]
     assert results[8].feasible and results[8].ep == 8 and results[16].ep == 16
     assert results[8].memory_gib["total"] > results[16].memory_gib["total"]
-    # ep 16 spans the two 8-GPU nodes: its all-to-all crosses InfiniBand and takes longer.
+    # ep 16 spans the two 8-GPU nodes: its all-to-all crosses InfiniBand (once per node) and takes longer.
     a2a = {ep: results[ep].time[0].parts_ms["all_to_all"] for ep in (8, 16)}
-    assert a2a[16] > 2 * a2a[8]
+    assert a2a[16] > 1.2 * a2a[8]
     out = CliRunner().invoke(
         app,
         [
@@ -185,3 +191,79 @@ def test_validate_uses_the_rows_ep() -> None:
 
     eight, sixteen = predict_rows([row(8), row(16)])
     assert eight.predicted and sixteen.predicted and eight.predicted != sixteen.predicted
+
+
+def _serve(model: str, *, tp: float, ep: float, batch: float = 64.0):
+    """One serving configuration on a 4-GPU GB200 domain at FP4, prompt 1000, output 1000."""
+    from silica.perf.inference import inference_perf
+    from silica.perf.inputs import Requests
+
+    cat = load_catalog()
+    chip, inst = cat.chips["gb200"], cat.instances["p6e-gb200.36xlarge"]
+    m = machine_arrays([(chip, inst, load_calibration().resolve(chip.family, "trtllm").params)], "fp4")
+    one = np.ones(1)
+    lay = Layout(tp=tp * one, pp=one, batch=batch * one, static_shapes=np.zeros(1, dtype=bool), ep=ep * one)
+    req = Requests(input_len=1000.0 * one, output_len=1000.0 * one, seq_len=2000.0 * one)
+    c = ModelCosts.of(load_model(model))
+    return c, inference_perf(
+        c, m, lay, req, widths(precision("fp4", "fp4"), 1), d_ff=float(load_model(model).d_ff)
+    )
+
+
+def test_serving_with_ep_runs_attention_data_parallel() -> None:
+    """ep = tp in serving: each rank holds every dense weight and 1/tp of the sequences' KV cache
+    (an MLA latent is no longer replicated on every rank), and the tp all-reduces give way to a
+    dispatch and a combine per MoE layer."""
+    c, tp4 = _serve("deepseek-v3", tp=4, ep=1)
+    _, dep4 = _serve("deepseek-v3", tp=4, ep=4)
+    assert c.mla
+    assert float(dep4.kv_bytes[0]) == pytest.approx(float(tp4.kv_bytes[0]) / 4, rel=1e-9)
+    dense = (c.total_params - moe.routed_total_params(c)) * 0.5  # fp4 weights
+    assert float(dep4.weights_bytes[0] - tp4.weights_bytes[0]) == pytest.approx(dense * (1 - 1 / 4), rel=1e-9)
+    tp_parts, dep_parts = tp4.decode_split.parts_at(0), dep4.decode_split.parts_at(0)
+    assert "all_reduce" in tp_parts and "all_to_all" not in tp_parts
+    assert "all_to_all" in dep_parts and "all_reduce" not in dep_parts
+
+
+def test_serving_search_tries_attention_data_parallel_and_says_so() -> None:
+    runner = CliRunner()
+    args = [
+        "estimate",
+        "deepseek-v3",
+        "--on",
+        "gb200x4",
+        "--dtype",
+        "fp4",
+        "--input-len",
+        "1000",
+        "--output-len",
+        "1000",
+    ]
+    dep = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    tp = json.loads(runner.invoke(app, [*args, "--ep", "1", "--json"]).output)
+    # With the MLA cache no longer replicated four times, more sequences fit and throughput rises.
+    assert dep["ep"] == 4 and tp["ep"] == 1
+    assert dep["output_tokens_per_s"] > tp["output_tokens_per_s"]
+    assert any("attention data-parallel" in a for a in dep["assumptions"])
+    assert not any("attention data-parallel" in a for a in tp["assumptions"])
+
+
+def test_interleaved_pipeline_shrinks_the_bubble_by_the_chunks_per_stage() -> None:
+    """Narayanan et al. 2021: the 1F1B bubble of (pp - 1) micro-batch slots shrinks to (pp - 1) / vp,
+    and each micro-batch crosses vp times as many chunk boundaries."""
+    c = ModelCosts.of(load_model("llama-3.1-70b"))
+    m = _h100_node()
+    one = np.ones(1)
+    lay = Layout(tp=8 * one, pp=4 * one, batch=one, static_shapes=np.zeros(1, dtype=bool), dp=one)
+    w = widths(precision("bf16", "bf16"), 1, weight_bytes=2.0)
+
+    def step(vp: float):
+        run = TrainingRun(
+            global_batch=16.0 * one, seq_len=4096.0 * one, zero_stage=1, peak_flops=np.full(1, 989e12),
+            virtual_stages=vp,
+        )  # fmt: skip
+        return train_step(c, m, lay, run, w).split.parts_at(0)
+
+    plain, interleaved = step(1.0), step(4.0)
+    assert interleaved["bubble"] < plain["bubble"] / 3.5  # the per-micro-batch time grows a little too
+    assert interleaved["pipeline"] == pytest.approx(4 * plain["pipeline"], rel=1e-9)

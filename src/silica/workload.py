@@ -57,6 +57,8 @@ MAX_RATE = 1e9  # requests/s: three orders above the largest public API's report
 MAX_TOKENS_PER_MONTH = 1e18
 MAX_INSTANCES = 100_000  # instances in one deployment (the largest GPU clusters are ~10^5 chips)
 MAX_PARALLEL = 65_536  # tp or pp degree
+# Model chunks per pipeline stage: one layer per chunk at most, and no model here has 1,024 layers.
+MAX_VIRTUAL_STAGES = 1024
 LIMITS_FIX = {
     "--input-len": "no model reads that many tokens; check the number.",
     "--output-len": "no model writes that many tokens; check the number.",
@@ -146,6 +148,9 @@ class TrainingWorkload:
     tokens: float | None = None
     global_batch: int | None = None  # None: about 4M tokens a step (Llama 3 recipe scale)
     micro_batch: int = 1
+    # Model chunks per pipeline stage (Megatron's interleaved 1F1B, `virtual_pipeline_model_parallel_size`):
+    # the pipeline bubble shrinks by this factor, stage hand-offs grow by it. 1: plain 1F1B.
+    virtual_stages: int = 1
     deadline_days: float | None = None
     compute_dtype: Dtype = "bf16"
     zero_stage: int = 1
@@ -159,6 +164,7 @@ class TrainingWorkload:
         _positive("Tokens", self.tokens, "--tokens")
         _positive("Global batch", self.global_batch, "--global-batch", MAX_GLOBAL_BATCH)
         _positive("Micro batch", self.micro_batch, "--micro-batch", MAX_BATCH)
+        _positive("Virtual pipeline stages", self.virtual_stages, "--vp", MAX_VIRTUAL_STAGES)
         _positive("The deadline", self.deadline_days, "--deadline-days")
         check_dtype(self.compute_dtype, "compute dtype")
         if self.zero_stage not in (0, 1, 2, 3):

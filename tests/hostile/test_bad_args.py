@@ -120,6 +120,10 @@ for opt, v in [
     ("--global-batch", "-4"),
     ("--micro-batch", "0"),
     ("--micro-batch", "-1"),
+    ("--vp", "0"),
+    ("--vp", "-2"),
+    ("--vp", "100000"),
+    ("--vp", "two"),
     ("--deadline-days", "0"),
     ("--deadline-days", "-1"),
     ("--deadline-days", "nan"),
@@ -173,8 +177,12 @@ case("estimate/ep-not-dividing-experts", [*Q, "--ep", "3"])
 case("estimate/ep-huge", [*Q, "--ep", "1000000"])
 case("estimate/ep-not-dividing-ranks", [*Q, "--ep", "64"])  # 16 GPUs: no tp x dp of 16 holds 64
 case(
-    "estimate/ep-not-dividing-serving-tp",
+    "estimate/ep-not-equal-to-serving-tp",  # serving with ep runs attention data-parallel: ep = tp
     ["estimate", "qwen3-30b-a3b", "--on", "p5.48xlarge", "--tp", "2", "--ep", "4"],
+)
+case(
+    "estimate/ep-below-serving-tp",
+    ["estimate", "qwen3-30b-a3b", "--on", "p5.48xlarge", "--tp", "8", "--ep", "4"],
 )
 
 # --- engines: unknown names, and stacks that cannot run where they are asked to -------------------------

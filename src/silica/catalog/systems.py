@@ -30,7 +30,7 @@ from silica._yaml import Located, load_located
 from silica.catalog.schema import Catalog, Instance, Price
 from silica.errors import InputError, UnknownNameError
 
-__all__ = ["Placement", "chip_system", "is_reference_system", "load_systems", "resolve_on"]
+__all__ = ["Placement", "chip_system", "is_reference_system", "load_systems", "resolve_on", "spread_system"]
 
 USER_SOURCE = "user systems file"
 
@@ -93,6 +93,23 @@ def chip_system(catalog: Catalog, chip_id: str, chips: int) -> tuple[Instance, i
             f"use a multiple of {system.chips}, or describe your own system in a --systems file.",
         )
     return system, chips // system.chips
+
+
+def spread_system(catalog: Catalog, chip_id: str, chips: int) -> tuple[Instance, int] | None:
+    """`chips` spread evenly over the fewest reference domains that hold them, as a measured run on
+    a count that is not a whole number of domains used them (128 GB200s as two NVL72 racks of 64):
+    (part of a domain, how many). None without a reference domain or when no even split exists."""
+    system = _system_of(catalog, chip_id)
+    if system is None:
+        return None
+    domains = -(-chips // system.chips)
+    if chips % domains:
+        return None
+    return (
+        chip_system(catalog, chip_id, chips // domains)
+        if domains > 1
+        else chip_system(catalog, chip_id, chips)
+    )
 
 
 def _with(catalog: Catalog, instance: Instance, prices: tuple[Price, ...] = ()) -> Catalog:

@@ -79,6 +79,12 @@ class PlanOptions:
     micro_batch: int = field(
         default=1, metadata=_flag("--micro-batch", "Training micro-batch per data-parallel rank.")
     )
+    vp: int = field(
+        default=1,
+        metadata=_flag(
+            "--vp", "Training: model chunks per pipeline stage (interleaved 1F1B; 1: plain 1F1B)."
+        ),
+    )
     deadline_days: float | None = field(
         default=None, metadata=_flag("--deadline-days", "Training must finish within this many days.")
     )
@@ -148,6 +154,7 @@ class PlanOptions:
             tokens=self.tokens,
             global_batch=self.global_batch,
             micro_batch=self.micro_batch,
+            virtual_stages=self.vp,
             deadline_days=self.deadline_days,
             compute_dtype=dtype,
         )
@@ -217,7 +224,10 @@ def register(app: typer.Typer) -> None:
         tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
         pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
         ep: int | None = typer.Option(
-            None, "--ep", help="Expert parallelism of a mixture-of-experts model (default: chosen)."
+            None,
+            "--ep",
+            help="Expert parallelism of a mixture-of-experts model (default: chosen). Serving: "
+            "attention runs data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
         ),
         *,
         opts: PlanOptions,

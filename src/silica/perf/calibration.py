@@ -31,7 +31,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class FamilyParams:
-    """How close a chip family gets to its datasheet, in six physically meaningful numbers.
+    """How close a chip family gets to its datasheet, in nine physically meaningful numbers.
 
     compute_eff_max      fraction of dense peak a large matmul reaches
     compute_half_tokens  tokens per matmul (its M dimension) at which efficiency is half of that
@@ -49,6 +49,11 @@ class FamilyParams:
     sequence_overhead_us  the serving engine's host work per sequence per forward step
                          (scheduling, sampling, KV block bookkeeping): grows with the batch.
                          0 for a file written before it existed (the term is then absent)
+    moe_layer_overhead_us  fixed time a mixture-of-experts layer adds per pass beyond a dense
+                         layer's: the router's top-k, the token-count copy to the host that a
+                         dropless dispatch waits for, permute and unpermute, one GEMM launch
+                         per local expert. It does not shrink with the tokens, so small
+                         micro-batches pay it most. 0 for a file written before it existed
     """
 
     compute_eff_max: float
@@ -59,6 +64,7 @@ class FamilyParams:
     collective_bw_eff: float
     attention_eff: float
     sequence_overhead_us: float = 0.0
+    moe_layer_overhead_us: float = 0.0
 
 
 PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
@@ -73,6 +79,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "collective_bw_eff": (0.01, 1.0),
     "attention_eff": (0.01, 1.0),
     "sequence_overhead_us": (0.01, 500.0),
+    "moe_layer_overhead_us": (0.1, 5000.0),
 }
 
 # Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
@@ -85,6 +92,7 @@ DEFAULT_PARAMS = FamilyParams(
     collective_bw_eff=0.7,
     attention_eff=0.5,
     sequence_overhead_us=5.0,
+    moe_layer_overhead_us=20.0,
 )
 
 # Nearest measured family for each family without measurements of its own, and why.

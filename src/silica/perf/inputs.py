@@ -65,7 +65,8 @@ class TrainingRun:
     published figure at the compute dtype). `full_recompute` marks layouts that keep only each
     layer's input and recompute the rest in the backward pass. `expert_capacity` is the busiest
     expert rank's load over the mean (None: `perf.moe.CAPACITY_FACTOR`; 1.0 for force-balanced
-    benchmark routing).
+    benchmark routing). `virtual_stages` is the model chunks per pipeline stage of an interleaved
+    1F1B schedule (1: plain 1F1B).
     """
 
     global_batch: Array
@@ -74,6 +75,7 @@ class TrainingRun:
     peak_flops: Array
     full_recompute: BoolArray | None = None
     expert_capacity: float | None = None
+    virtual_stages: Array | float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

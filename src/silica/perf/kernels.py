@@ -115,6 +115,35 @@ def _padded_heads(c: ModelCosts, lay: Layout) -> Array:
     return np.where(lay.static_shapes, padded, c.n_heads)
 
 
+def _dense_ranks(lay: Layout) -> Array:
+    """Serving: the ranks one dense weight (attention, dense and shared MLPs) is split over.
+
+    A serving layout with ep > 1 runs attention data-parallel over its ep = tp ranks (TensorRT-LLM
+    `enable_attention_dp` with `--ep n --tp n`, SGLang `--enable-dp-attention`, vLLM
+    `--data-parallel-size n --enable-expert-parallel`): each rank holds every dense weight and the
+    KV cache of its own 1/tp of the sequences, and only the routed experts are split. Without it
+    (ep = 1) every weight is split tp ways. Training reads `ep` differently (`perf.moe`).
+    """
+    return np.where(moe.ep_of(lay) > 1, 1.0, lay.tp)
+
+
+def _kv_per_token_unit(c: ModelCosts, lay: Layout, kv_bytes: Array) -> Array:
+    """Serving: KV bytes one sequence's token adds on a rank, averaged over the replica's ranks.
+
+    Attention split by tp shards KV heads (an MLA latent is replicated on every rank); attention
+    data-parallel keeps each sequence whole on one rank, so a rank holds 1/tp of the sequences.
+    """
+    by_sequence = c.kv_bytes_per_token_per_unit(np.ones_like(lay.tp), kv_bytes) / lay.tp
+    return np.where(moe.ep_of(lay) > 1, by_sequence, c.kv_bytes_per_token_per_unit(lay.tp, kv_bytes))
+
+
+def _weights_per_unit(c: ModelCosts, lay: Layout, read: Array, weight_bytes: Array) -> Array:
+    """Serving: weight bytes a rank streams in one step that reads `read` parameters (dense ones
+    split `_dense_ranks` ways, routed experts over all tp ranks)."""
+    static = np.minimum(read, c.static_params)
+    return (static / _dense_ranks(lay) + (read - static) / lay.tp) * weight_bytes
+
+
 def _matmul_eff(m: Machine, tokens: Array) -> Array:
     """Small matmuls cannot fill the tensor engine: efficiency rises with the tokens per matmul.
 
@@ -125,17 +154,24 @@ def _matmul_eff(m: Machine, tokens: Array) -> Array:
 
 
 def _matmul_seconds(
-    c: ModelCosts, m: Machine, lay: Layout, tokens: Array, other_flops: Array, capacity: float
+    c: ModelCosts,
+    m: Machine,
+    lay: Layout,
+    tokens: Array,
+    other_flops: Array,
+    capacity: float,
+    dense_share: Array | float = 1.0,
 ) -> Array:
     """Seconds per unit of one forward pass's matmuls over `tokens` tokens (all layers).
 
     Dense weights (attention, dense and shared MLPs, the routers) and `other_flops` (attention
-    math) run at the efficiency of `tokens` rows; routed experts run as a grouped GEMM whose matmuls
+    math) run at the efficiency of the rows one rank multiplies: `dense_share` of the tokens (1, or
+    1/tp where serving runs attention data-parallel); routed experts run as a grouped GEMM whose matmuls
     see only the tokens routed to one expert, on the busiest expert rank (`perf.moe`).
     """
     routed = moe.routed_active_params(c)
     dense = 2.0 * tokens * (c.matmul_params - routed) + moe.router_flops(c, tokens) + other_flops
-    seconds = dense / _matmul_eff(m, tokens)
+    seconds = dense / _matmul_eff(m, tokens * dense_share)
     if routed:
         expert = 2.0 * tokens * routed * moe.imbalance(lay, capacity)
         seconds = seconds + expert / _matmul_eff(m, moe.tokens_per_expert(c, tokens, lay))
@@ -153,11 +189,11 @@ def _tp_allreduce(m: Machine, tp: Array, n_collectives: Array | float, msg_bytes
 
 
 def _forward_overheads(
-    c: ModelCosts, m: Machine, lay: Layout, hidden_bytes: Array
-) -> tuple[Array, Array, Array]:
+    c: ModelCosts, m: Machine, lay: Layout, tokens: Array, act_bytes: Array
+) -> tuple[Array, Array, Array, Array]:
     """What a forward pass adds to its roofline: per-layer overhead, per-sequence host work, two
-    tensor-parallel all-reduces per layer (after attention and after the MLP, Shoeybi et al. 2019),
-    and pipeline hand-offs.
+    tensor-parallel all-reduces per layer (after attention and after the MLP, Shoeybi et al. 2019)
+    or, with attention data-parallel, a dispatch and a combine per MoE layer, and pipeline hand-offs.
 
     The per-sequence term is the serving engine's work for each sequence in the step (scheduling,
     sampling, KV block bookkeeping, streaming the token out): it grows with the batch, where the
@@ -165,20 +201,37 @@ def _forward_overheads(
     pull the per-layer constants up and make batch-1 decode too slow.
     """
     tp, pp = lay.tp, lay.pp
-    comm = _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes)
+    hidden_bytes = tokens * c.d_model * act_bytes
+    # Attention data-parallel: no tp all-reduce; each MoE layer dispatches tokens to their experts'
+    # ranks and combines them back (two all-to-alls), each rank sending its 1/tp of the tokens.
+    dp_attention = moe.ep_of(lay) > 1
+    dispatch = np.where(dp_attention, moe.all_to_all_seconds(c, m, lay, tokens / tp, act_bytes, 2.0), 0.0)
+    comm = np.where(dp_attention, 0.0, _tp_allreduce(m, tp, 2.0 * c.n_layers, hidden_bytes))
     stage_bw = np.where(tp * pp > m.units_per_instance, m.net_bw, m.link_bw)  # EFA once stages span instances
     stages = np.where(pp > 1, (pp - 1.0) * (m.cal.coll_s + hidden_bytes / stage_bw), 0.0)
-    return c.n_layers * m.cal.layer_s + lay.batch * m.cal.seq_s, comm, stages
+    # Attention data-parallel ranks each schedule their own 1/tp of the sequences.
+    sequences = lay.batch * _dense_ranks(lay) / tp
+    layers = c.n_layers * m.cal.layer_s + c.n_moe_layers * m.cal.moe_layer_s
+    return layers + sequences * m.cal.seq_s, comm, dispatch, stages
 
 
-def _grad_allreduce(m: Machine, ranks: Array, grad_bytes: Array, bw: Array) -> Array:
-    """Data-parallel gradient ring all-reduce over `ranks`, with a latency per tree level."""
-    return np.where(
-        ranks > 1,
-        2.0 * (ranks - 1.0) / ranks * grad_bytes / (bw * m.cal.coll_bw_eff)
-        + m.cal.coll_s * np.log2(np.maximum(ranks, 2.0)),
-        0.0,
-    )
+def _grad_allreduce(m: Machine, ranks: Array, stride: Array, grad_bytes: Array) -> Array:
+    """Data-parallel gradient all-reduce over `ranks` ranks spaced `stride` units apart: hierarchical.
+
+    NCCL reduces inside each scale-up domain first (NVLink, NeuronLink), then across domains on the
+    1/g share each rank holds, then gathers inside the domain again (hierarchical all-reduce, Jia et
+    al. 2018, "Highly Scalable Deep Learning Training System with Mixed-Precision", §4.2; NCCL's
+    rings and trees cross nodes once per rail). Every rank drives its own NIC, so the traffic
+    between domains sees all of a domain's network bandwidth, not one GPU's share of it. `g`, the
+    group's ranks inside one domain, is the domain's units over the stride (Megatron orders tp
+    innermost, so data-parallel peers sit `tp` units apart), at least 1 and at most `ranks`.
+    """
+    per_domain = np.clip(m.units_per_instance / stride, 1.0, np.maximum(ranks, 1.0))
+    domains = np.maximum(ranks / per_domain, 1.0)
+    intra = 2.0 * (per_domain - 1.0) / per_domain * grad_bytes / (m.link_bw * m.cal.coll_bw_eff)
+    nic = m.net_bw / m.units_per_instance * m.cal.coll_bw_eff
+    inter = np.where(domains > 1.0, 2.0 * (domains - 1.0) / domains * grad_bytes / per_domain / nic, 0.0)
+    return np.where(ranks > 1, intra + inter + m.cal.coll_s * np.log2(np.maximum(ranks, 2.0)), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,14 +249,14 @@ def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Wi
     heads = _padded_heads(c, lay)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
     attention = c.attention_flops(tokens, context, heads) / m.cal.attn_eff
-    t_compute = _matmul_seconds(c, m, lay, tokens, attention, moe.CAPACITY_FACTOR)
-    weights = c.weights_read(tokens) * w.weight / tp
-    kv = tokens * c.kv_bytes_per_token_per_unit(tp, w.kv)
+    t_compute = _matmul_seconds(c, m, lay, tokens, attention, moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp)
+    weights = _weights_per_unit(c, lay, c.weights_read(tokens), w.weight)
+    kv = tokens * _kv_per_token_unit(c, lay, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
     t_memory = (weights + kv) / stream_rate
-    layer, comm, stages = _forward_overheads(c, m, lay, tokens * c.d_model * w.act)
-    split = TimeSplit((t_compute,), weights, (kv,), stream_rate, comm, stages, layer)
-    return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + stages), split)
+    layer, comm, a2a, stages = _forward_overheads(c, m, lay, tokens, w.act)
+    split = TimeSplit((t_compute,), weights, (kv,), stream_rate, comm, stages, layer, all_to_all=a2a)
+    return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + a2a + stages), split)
 
 
 def decode_seconds(c: ModelCosts, m: Machine, lay: Layout, context: Array, w: Widths) -> PhaseSeconds:
@@ -219,9 +272,11 @@ def mean_decode_seconds(
     tp, batch = lay.tp, lay.batch
     heads = _padded_heads(c, lay)
     compute_rate = tp * m.unit_flops * _matmul_eff(m, batch)
-    matmul_s = _matmul_seconds(c, m, lay, batch, np.zeros_like(batch), moe.CAPACITY_FACTOR)
-    weights = c.weights_read(batch) * w.weight / tp
-    kv_per_token = batch * c.kv_bytes_per_token_per_unit(tp, w.kv)
+    matmul_s = _matmul_seconds(
+        c, m, lay, batch, np.zeros_like(batch), moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp
+    )
+    weights = _weights_per_unit(c, lay, c.weights_read(batch), w.weight)
+    kv_per_token = batch * _kv_per_token_unit(c, lay, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
     total = np.zeros_like(batch)
     computes, kvs = [], []
@@ -235,9 +290,9 @@ def mean_decode_seconds(
         total = total + np.maximum(t_compute, (weights + kv) / stream_rate)
         computes.append(t_compute)
         kvs.append(kv)
-    layer, comm, stages = _forward_overheads(c, m, lay, batch * c.d_model * w.act)
-    split = TimeSplit(tuple(computes), weights, tuple(kvs), stream_rate, comm, stages, layer)
-    return PhaseSeconds(total / len(contexts) + (layer + comm + stages), split)
+    layer, comm, a2a, stages = _forward_overheads(c, m, lay, batch, w.act)
+    split = TimeSplit(tuple(computes), weights, tuple(kvs), stream_rate, comm, stages, layer, all_to_all=a2a)
+    return PhaseSeconds(total / len(contexts) + (layer + comm + a2a + stages), split)
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
@@ -253,11 +308,12 @@ def inference_memory(
     unit is batch x context x (all layers' KV per unit) whatever pp is.
     """
     tp, batch = lay.tp, lay.batch
-    weights = c.total_params * w.weight / (tp * lay.pp)
+    routed = moe.routed_total_params(c)
+    weights = ((c.total_params - routed) / _dense_ranks(lay) + routed / tp) * w.weight / lay.pp
     # Sliding-window (and chunked) layers keep only their window of the context.
     sliding = np.minimum(context, c.window) if c.window else context
     kept = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
-    kv = batch * kept * c.kv_bytes_per_token_per_unit(tp, w.kv)
+    kv = batch * kept * _kv_per_token_unit(c, lay, w.kv)
     chunk = np.minimum(batch * context, PREFILL_CHUNK_TOKENS)
     activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * w.act
     return weights, kv, activations
@@ -303,8 +359,12 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     stream_rate = m.unit_bw * m.cal.mem_eff
     # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
     # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel), so the
-    # attention math runs at matmul efficiency; `attn_eff` describes inference engines only.
-    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads)
+    # attention math runs at matmul efficiency; `attn_eff` describes inference engines only. Under
+    # fp8 or fp4 training only the linear layers' GEMMs run narrow: Transformer Engine's fused
+    # attention stays in 16 bits unless FP8 attention is asked for (TE `DotProductAttention`,
+    # NeMo's `fp8_dot_product_attention` off by default), so attention runs at the 16-bit peak.
+    slower = m.unit_flops / m.unit_flops_16
+    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads) * np.where(slower > 1.0, slower, 1.0)
     # Routed experts run as a grouped GEMM over the tokens each expert receives, and the busiest
     # expert rank sets the pace (`perf.moe`); the rest (attention, dense and shared MLPs, the
     # routers) runs over the micro-batch's tokens. A dense model has no routed part.
@@ -323,15 +383,20 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     a2a = moe.all_to_all_seconds(c, m, lay, mb_tokens / tp, w.act, 2.0 * (passes - 1.0))
     # Stage hand-offs: activations forward, gradients back; over EFA once stages span instances.
     stage_bw = np.where(tp * pp > units_per_node, m.net_bw / units_per_node, m.link_bw)
-    handoff = np.where(pp > 1, 2.0 * (m.cal.coll_s + mb_tokens * c.d_model * w.act / stage_bw), 0.0)
+    # An interleaved schedule hands each micro-batch across `vp` times as many chunk boundaries.
+    vp = run.virtual_stages
+    handoff = np.where(pp > 1, 2.0 * vp * (m.cal.coll_s + mb_tokens * c.d_model * w.act / stage_bw), 0.0)
     # Non-matmul work (norms, activations, dropout, residuals) streams the layer activations: written
     # in the forward pass and read back in the backward pass, 2 x 34 s b h / t bytes a layer.
     # MoE layers save (and stream) more per token than a dense MLP: permuted copies, gate/up outputs.
     act_per_token_layer = ACTIVATION_BYTES_FACTOR * c.d_model + moe.moe_activation_bytes(c)
     elementwise = 2.0 * act_per_token_layer * mb_tokens * layers / tp / stream_rate
-    layer_s = passes * layers * m.cal.layer_s
+    layer_s = passes * (layers * m.cal.layer_s + c.n_moe_layers / pp * m.cal.moe_layer_s)
     per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + a2a + handoff
-    pipeline = (n_micro + pp - 1.0) * per_micro  # 1F1B: pp - 1 micro-batch slots of bubble
+    # 1F1B: pp - 1 micro-batch slots of bubble; interleaved over vp chunks per stage, (pp - 1) / vp
+    # (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters", §2.2).
+    bubble = (pp - 1.0) / vp * per_micro
+    pipeline = n_micro * per_micro + bubble
     # Dense parameters shard over tp x pp and reduce over dp; routed experts shard over their
     # `shard` x pp ranks and reduce over the expert-data-parallel ranks, tp x dp / ep with ep > 1
     # (Megatron-Core's expert data parallelism).
@@ -339,11 +404,10 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     dense_unit = (c.total_params - experts) / (tp * pp)
     expert_unit = experts / (shard * pp)
     edp = np.where(moe.ep_of(lay) > 1, tp * dp / moe.ep_of(lay), dp)
-    multi_node = units > units_per_node
-    dp_bw = np.where(multi_node, m.net_bw / units_per_node, m.link_bw)
-    t_dp = _grad_allreduce(m, dp, dense_unit * GRAD_BYTES_PER_PARAM, dp_bw)
+    # Dense peers sit tp units apart; expert-data-parallel peers ep apart (expert tp is 1).
+    t_dp = _grad_allreduce(m, dp, tp, dense_unit * GRAD_BYTES_PER_PARAM)
     if experts:
-        t_dp = t_dp + _grad_allreduce(m, edp, expert_unit * GRAD_BYTES_PER_PARAM, dp_bw)
+        t_dp = t_dp + _grad_allreduce(m, edp, moe.ep_of(lay), expert_unit * GRAD_BYTES_PER_PARAM)
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
     # Adam update: read and write fp32 master weights and both moments, read the gradient, on this
     # rank's shard (ZeRO), then write the bf16 weights.
@@ -365,7 +429,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
         all_to_all=a2a,
         repeat=n_micro,
         activations=elementwise,
-        bubble=(pp - 1.0) * per_micro,
+        bubble=bubble,
         gradient_sync=exposed_dp,
         optimizer=optimizer_s,
     )

@@ -37,6 +37,7 @@ class Efficiency:
     coll_bw_eff: Array
     attn_eff: Array
     seq_s: Array  # per sequence per forward step (serving engines; 0 in training)
+    moe_layer_s: Array  # per mixture-of-experts layer per pass, beyond a dense layer's
 
     def take(self, index: NDArray[np.intp]) -> Efficiency:
         return Efficiency(**{name: getattr(self, name)[index] for name in self.__slots__})
@@ -48,6 +49,7 @@ class Machine:
     and how close the calibration says it gets to that (`cal`)."""
 
     unit_flops: Array  # dense peak FLOP/s at the compute dtype (nan where the chip lacks that dtype)
+    unit_flops_16: Array  # dense 16-bit peak FLOP/s: what attention runs at under fp8/fp4 training
     unit_bw: Array  # HBM bytes/s
     unit_mem: Array  # usable HBM bytes
     link_bw: Array  # chip-to-chip bytes/s inside an instance
@@ -102,6 +104,7 @@ def machine_arrays(
     return Machine(
         unit_flops=col([_peak_tflops(chip, d) * 1e12 for (chip, _, _), d in zip(rows, dtypes, strict=True)])
         / units,
+        unit_flops_16=col([_peak_tflops(chip, "bf16") * 1e12 for chip, _, _ in rows]) / units,
         unit_bw=col([(chip.hbm_tb_per_s or float("nan")) * 1e12 for chip, _, _ in rows]) / units,
         unit_mem=col([((chip.hbm_gib or float("nan")) - RUNTIME_RESERVE_GIB) * GIB for chip, _, _ in rows])
         / units,
@@ -128,6 +131,7 @@ def efficiency(params: Sequence[FamilyParams]) -> Efficiency:
         coll_bw_eff=col("collective_bw_eff"),
         attn_eff=col("attention_eff"),
         seq_s=col("sequence_overhead_us") * 1e-6,
+        moe_layer_s=col("moe_layer_overhead_us") * 1e-6,
     )
 
 

@@ -125,18 +125,25 @@ def all_to_all_seconds(
     Each moves tokens_per_rank x top_k x d_model x act bytes from every rank, of which (ep-1)/ep
     leaves it. The ep group is ep consecutive ranks (Megatron orders tp, then ep, innermost), so it
     stays inside the scale-up domain (NVLink, NeuronLink) when ep fits an instance; beyond that the
-    share addressed to other instances crosses the scale-out network (EFA, InfiniBand), whose
-    per-instance bandwidth the instance's units share. On- and off-instance traffic flow at once, so
+    traffic to other instances crosses the scale-out network (EFA, InfiniBand), whose per-instance
+    bandwidth the instance's units share. That traffic goes once per destination instance, not once
+    per expert: the dispatchers the published recipes use (DeepEP, HybridEP: Megatron-Bridge
+    `moe_flex_dispatcher_backend` in its DeepSeek-V3 and GPT-OSS recipes) send a token to one rank
+    of each instance holding any of its top_k experts and forward it over the scale-up links there
+    (DeepEP README, "internode" kernels). With D instances in the group and uniform routing, a token
+    reaches (D-1)(1-(1-1/D)^top_k) remote instances. On- and off-instance traffic flow at once, so
     the slower of the two sets the time; plus the collective latency per all-to-all.
     """
     ep = ep_of(lay)
     if c.n_experts == 0:
         return np.zeros_like(ep)
-    payload = tokens_per_rank * c.top_k * c.d_model * act_bytes
+    token_bytes = tokens_per_rank * c.d_model * act_bytes
+    payload = token_bytes * c.top_k
     local = np.minimum(ep, m.units_per_instance)
     on_instance = payload * (local - 1.0) / ep / (m.link_bw * m.cal.coll_bw_eff)
     net_per_unit = m.net_bw / m.units_per_instance * m.cal.coll_bw_eff
-    off_bytes = payload * (ep - local) / ep
+    domains = ep / local
+    off_bytes = token_bytes * (domains - 1.0) * (1.0 - (1.0 - 1.0 / domains) ** c.top_k)
     off_instance = np.where(ep > local, off_bytes / net_per_unit, 0.0)
     layers = c.n_moe_layers / lay.pp
     one = m.cal.coll_s + np.maximum(on_instance, off_instance)

@@ -97,29 +97,46 @@ def search_inference(
     at any price); without one, the most tokens per instance-hour. Encoders (no output) are judged
     on prompt tokens instead of generated ones. `rank` is the comparison's decision (`ranking(wl)`).
 
-    Serving runs expert parallelism inside a replica's tensor-parallel ranks (vLLM
-    `--enable-expert-parallel`, TensorRT-LLM `moe_ep_size x moe_tp_size = tp`): a fixed `ep` must
-    divide tp. It is not searched: with attention split by tp every rank already holds every token,
-    so ep moves no fewer bytes than tp and only concentrates routing skew on one rank (`perf.moe`).
+    Serving with ep > 1 runs attention data-parallel over the replica's ep = tp ranks with the
+    routed experts spread over them (TensorRT-LLM `--tp n --ep n` with `enable_attention_dp`, SGLang
+    `--enable-dp-attention`, vLLM `--data-parallel-size n --enable-expert-parallel`; `perf.kernels`):
+    dense weights are replicated, each rank keeps its own sequences' KV cache, and the tp
+    all-reduces give way to a dispatch and a combine per MoE layer. With ep = 1 attention and
+    experts are split tp ways. Without a fixed `ep`, a mixture-of-experts model is searched both ways.
     """
     rank = rank or ranking(wl)
     check_shapes(model, wl)
     tp_options = tp_choices(model, targets, tp)
     if ep is not None and ep > 1:
-        tp_options = [[t for t in options if t % ep == 0] for options in tp_options]
+        if not model.is_moe:
+            raise InputError(
+                f"--ep {ep} needs a mixture-of-experts model; {model.id} is dense.", "drop --ep."
+            )
+        if model.n_experts % ep:
+            raise InputError(
+                f"ep {ep} does not divide the {model.n_experts} experts of {model.id}.",
+                "pass an --ep that divides the expert count.",
+            )
+        tp_options = [[t for t in options if t == ep] for options in tp_options]
         if not any(tp_options):
             raise InputError(
-                f"ep {ep} divides none of the tensor-parallel degrees {model.id} can use here: serving "
-                "runs expert parallelism inside a replica's tp ranks.",
-                "pass an --ep that divides --tp (e.g. --ep equal to --tp).",
+                f"ep {ep} is not a tensor-parallel degree {model.id} can use here: serving with expert "
+                "parallelism runs attention data-parallel over the replica's ranks, so ep equals tp.",
+                "pass --ep equal to --tp (or leave --ep out).",
             )
     if pp is not None:
         check_layout(targets, tp_options, pp, count or max(PIPELINE_COUNTS))
     counts = [count] if count is not None else list(PIPELINE_COUNTS)
     batches = [wl.batch] if wl.batch is not None else list(BATCHES)
     grid = make_grid(tp_options, counts, batches)
+    if ep is not None:
+        eps = np.full(grid.size, float(ep))
+    elif model.is_moe:
+        gpu = ~np.asarray([t.is_neuron for t in targets], dtype=bool)
+        grid, eps = _with_attention_dp(grid, model.n_experts, gpu)
+    else:
+        eps = np.ones(grid.size)
     stages = grid.count if pp is None else np.full(grid.size, float(pp))
-    eps = None if ep is None else np.full(grid.size, float(ep))
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
         perf = evaluate_inference(model, wl, targets, grid, stages, eps)
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
@@ -167,8 +184,28 @@ def search_inference(
             _estimate(model, wl, rank, target, best, grid, stages, perf, replicas, tok_s, in_tok_s)
         )
         if model.is_moe:
-            results[-1] = replace(results[-1], ep=ep or 1)
+            e = int(eps[best])
+            notes = results[-1].assumptions
+            if e > 1:
+                notes = (
+                    *notes,
+                    f"attention data-parallel over {e} ranks, routed experts spread over them (ep {e}): "
+                    "each rank holds the dense weights and its own sequences' KV cache",
+                )
+            results[-1] = replace(results[-1], ep=e, assumptions=notes)
     return results
+
+
+def _with_attention_dp(grid: Grid, n_experts: int, gpu: NDArray[np.bool_]) -> tuple[Grid, Array]:
+    """Every configuration with ep = 1, and again with ep = tp where tp > 1 divides the experts.
+
+    Only GPU targets are searched with attention data-parallel: it is a documented layout of the
+    GPU engines named in `search_inference`; on Neuron it is estimated only when asked for (--ep).
+    """
+    dep = np.flatnonzero(gpu[grid.inst] & (grid.tp > 1) & (np.mod(n_experts, grid.tp) == 0))
+    both = np.concatenate([np.arange(grid.size), dep])
+    eps = np.concatenate([np.ones(grid.size), grid.tp[dep]])
+    return Grid(inst=grid.inst[both], tp=grid.tp[both], count=grid.count[both], batch=grid.batch[both]), eps
 
 
 def _infeasible(

@@ -62,6 +62,7 @@ def evaluate_training(
             peak_flops=peak,
             full_recompute=full_recompute,
             expert_capacity=1.0 if wl.balanced_experts else None,
+            virtual_stages=float(wl.virtual_stages),
         ),
         widths(prec, n, weight_bytes=2.0),
     )
@@ -209,7 +210,12 @@ def _assumptions(
     )
     notes = [
         f"mixed precision: bf16 weights and gradients, fp32 Adam states, matmuls at {wl.compute_dtype} peak",
-        f"ZeRO stage {wl.zero_stage}; {recompute}; 1F1B pipeline schedule",
+        f"ZeRO stage {wl.zero_stage}; {recompute}; "
+        + (
+            f"interleaved 1F1B pipeline schedule, {wl.virtual_stages} model chunks per stage"
+            if wl.virtual_stages > 1
+            else "1F1B pipeline schedule"
+        ),
         f"global batch {wl.batch_sequences} sequences of {wl.seq_len} tokens, micro-batch {wl.micro_batch}",
         f"calibration: {target.calibration_note}",
     ]

@@ -42,7 +42,13 @@ __all__ = [
 
 Array = NDArray[np.float64]
 # Parameters spanning orders of magnitude are fitted in log space.
-_LOG = {"compute_half_tokens", "layer_overhead_us", "collective_latency_us", "sequence_overhead_us"}
+_LOG = {
+    "compute_half_tokens",
+    "layer_overhead_us",
+    "collective_latency_us",
+    "sequence_overhead_us",
+    "moe_layer_overhead_us",
+}
 # Rows a metric needs in a family before it gets a band of its own (else the family's overall band).
 # Per metric, not one band per family: measured / predicted means "faster" for a throughput and
 # "slower" for a latency, so a band pooled over both describes neither.
@@ -142,6 +148,7 @@ def fit_prepared(
     stacks: dict[str, dict[str, int]] = {}
     lo, hi = _bounds()
     units = _fit_units(prepared, catalog, mask)
+    moe_rows = _moe_rows(prepared)
     # Pooled entries first, parents before the families that inherit from them; then stacks.
     for key, idx in sorted(units.items(), key=lambda kv: ("/" in kv[0], _depth(kv[0]), kv[0])):
         if idx.size < min_rows or (only is not None and family_of(key) not in only):
@@ -175,13 +182,32 @@ def fit_prepared(
             if best is None or result.cost < best.cost:
                 best = result
         assert best is not None
-        fitted[key] = _from_x(best.x)
+        fitted[key] = _unseen_kept(_from_x(best.x), idx, moe_rows, pooled)
         counts[key] = int(idx.size)
         tally: dict[str, int] = defaultdict(int)
         for i in idx:
             tally[groups[i] or "unnamed"] += 1
         stacks[key] = dict(sorted(tally.items()))
     return fitted, counts, stacks
+
+
+def _moe_rows(prepared: Prepared) -> NDArray[np.bool_]:
+    """Which rows measure a mixture-of-experts model (the only ones that see its layer overhead)."""
+    moe = np.zeros(len(prepared.rows), dtype=bool)
+    for g in prepared.groups:
+        if g.model.n_experts:
+            moe[list(g.rows)] = True
+    return moe
+
+
+def _unseen_kept(
+    p: FamilyParams, idx: NDArray[np.intp], moe_rows: NDArray[np.bool_], anchor: FamilyParams | None
+) -> FamilyParams:
+    """An entry without mixture-of-experts rows cannot see `moe_layer_overhead_us`: it keeps the
+    value of the entry it is anchored to (else the default) rather than wherever a start left it."""
+    if moe_rows[idx].any():
+        return p
+    return replace(p, moe_layer_overhead_us=(anchor or DEFAULT_PARAMS).moe_layer_overhead_us)
 
 
 def _depth(key: str) -> int:

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from silica.catalog import chip_system, load_catalog
 from silica.catalog.schema import DTYPES, Catalog, Chip, Dtype, Instance
+from silica.catalog.systems import spread_system
 from silica.errors import InputError, SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
@@ -74,7 +75,7 @@ def deployment_for(row: BenchmarkRow, chip: Chip, catalog: Catalog) -> tuple[Ins
         try:
             found = chip_system(catalog, chip.id, row.chips)
         except InputError:  # not a whole number of domains: the row still ran on such domains
-            found = None
+            found = spread_system(catalog, chip.id, row.chips)
         if found is not None:
             return found
         same = [i for i in catalog.instances.values() if i.chip == chip.id]
@@ -178,6 +179,7 @@ def _workload(row: BenchmarkRow, kind: str) -> InferenceWorkload | TrainingWorkl
             seq_len=row.seq_len or 1,
             global_batch=row.batch,
             micro_batch=row.micro_batch or 1,
+            virtual_stages=row.vp or 1,
             compute_dtype=row.compute_dtype,  # type: ignore[arg-type]  # checked in _check
             balanced_experts=_balanced(row),
         )
