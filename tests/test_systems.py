@@ -166,3 +166,17 @@ def test_bad_systems_files_name_the_line(tmp_path: Path, text: str, expected: st
 
 def test_chip_system_of_unknown_hardware_is_none() -> None:
     assert chip_system(load_catalog(), "inferentia2", 12) is None
+
+
+def test_a_measured_count_between_domains_is_spread_evenly_over_them() -> None:
+    """128 GB200s ran as two NVL72 racks of 64 (NeMo's tables): validate predicts them so."""
+    from silica.catalog.systems import spread_system
+
+    cat = load_catalog()
+    found = spread_system(cat, "gb200", 128)
+    assert found is not None
+    part, count = found
+    assert (part.chips, count) == (64, 2)
+    assert spread_system(cat, "gb200", 256) is not None and spread_system(cat, "gb200", 256)[1] == 4
+    assert spread_system(cat, "h100", 16) == (cat.instances["dgx-h100"], 2)  # whole domains as they are
+    assert spread_system(cat, "gb200", 73) is None  # 73 does not split evenly over two racks

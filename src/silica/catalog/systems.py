@@ -105,11 +105,8 @@ def spread_system(catalog: Catalog, chip_id: str, chips: int) -> tuple[Instance,
     domains = -(-chips // system.chips)
     if chips % domains:
         return None
-    return (
-        chip_system(catalog, chip_id, chips // domains)
-        if domains > 1
-        else chip_system(catalog, chip_id, chips)
-    )
+    found = chip_system(catalog, chip_id, chips // domains)
+    return None if found is None else (found[0], domains)
 
 
 def _with(catalog: Catalog, instance: Instance, prices: tuple[Price, ...] = ()) -> Catalog:

@@ -246,7 +246,8 @@ def comparison_listing(c: Any) -> Listing:
             note = "cannot run: " + "; ".join(r.reasons)
             rows.append([rank, r.instance, r.count, r.chip, None, *([None] * len(metrics))])
         else:
-            layout = f"tp{r.tp} pp{r.pp} x{r.dp}" + ("" if training else f" b{r.batch}")
+            experts = f" ep{r.ep}" if r.ep is not None and r.ep > 1 else ""
+            layout = f"tp{r.tp} pp{r.pp}{experts} x{r.dp}" + ("" if training else f" b{r.batch}")
             if r.price is not None:
                 note = ""
             elif r.breakeven_usd_per_hour:

@@ -156,7 +156,8 @@ def _ranked(result: dict[str, Any]) -> str:
             note = "unpriced"
         else:
             note = ""
-        layout = f"tp{r.get('tp')} pp{r.get('pp')} x{r.get('dp')}" if r.get("feasible") else "-"
+        experts = f" ep{r['ep']}" if (r.get("ep") or 1) > 1 else ""
+        layout = f"tp{r.get('tp')} pp{r.get('pp')}{experts} x{r.get('dp')}" if r.get("feasible") else "-"
         perf = (
             [num(r.get("tokens_per_s_per_chip"), ",.0f"), num(r.get("train_days"), ",.1f")]
             if training
