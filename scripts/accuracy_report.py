@@ -58,6 +58,9 @@ def main() -> None:
         default="README.md",
         help="README whose 'Accuracy on the' paragraph is rewritten ('' to skip).",
     )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="Sources refitted at once (leave-one-source-out); default 2."
+    )
     args = parser.parse_args()
 
     published = read_benchmarks(args.csv)
@@ -85,7 +88,11 @@ def main() -> None:
     # Leave one source out (the same function `silica calibrate` sizes the bands with).
     sources = sorted({r.source for r in rows})
     loso_pred = leave_one_source_out(
-        prepared, catalog, shipped, lambda s: print(f"  fitting without {s[:70]}", file=sys.stderr)
+        prepared,
+        catalog,
+        shipped,
+        lambda s: print(f"  fitted without {s[:70]}", file=sys.stderr),
+        jobs=args.jobs,
     )
     loso = _ape(loso_pred, measured)
     coverage = band_coverage(prepared, catalog, shipped, prepared.predict(shipped), loso_pred)
@@ -419,30 +426,51 @@ _NOTES = """
 
 ## Mixture of experts
 
-Expert parallelism (`--ep`, searched by `compare` for training) and the MoE terms live in
-`src/silica/perf/moe.py`; none adds a fitted parameter.
+Expert parallelism (`--ep`, searched by `compare` for training and, on GPUs, for serving) and the
+MoE terms live in `src/silica/perf/moe.py` and `src/silica/perf/kernels.py`; one fitted parameter,
+`moe_layer_overhead_us`, is theirs.
 
-- Each unit holds E/ep whole experts (expert tensor parallelism 1, as Megatron-Bridge's MoE recipes
-  set it); at ep 1 experts are split by tp like the dense layers. Expert gradients and Adam state
-  reduce and ZeRO-shard over the tp x dp / ep ranks of their group. Training rule: ep divides the
-  expert count and tp x dp of a pipeline stage (Megatron-Core "MoE parallel folding"); serving: ep
-  divides tp.
+- Training: each unit holds E/ep whole experts (expert tensor parallelism 1, as Megatron-Bridge's
+  MoE recipes set it); at ep 1 experts are split by tp like the dense layers. Expert gradients and
+  Adam state reduce and ZeRO-shard over the tp x dp / ep ranks of their group. Rule: ep divides the
+  expert count and tp x dp of a pipeline stage (Megatron-Core "MoE parallel folding").
+- Serving: ep > 1 is wide expert parallelism with data-parallel attention over ep = tp ranks
+  (TensorRT-LLM `enable_attention_dp`, SGLang `--enable-dp-attention`, vLLM
+  `--data-parallel-size` with `--enable-expert-parallel`): each rank holds every dense weight and
+  the KV cache of its own 1/tp of the sequences (an MLA latent is no longer replicated tp times),
+  dense matmuls see 1/tp of the tokens, and the two tp all-reduces per layer give way to a dispatch
+  and a combine per MoE layer. ep = 1 splits attention and experts tp ways.
 - All-to-all dispatch and combine: two per MoE layer forward, two more backward and per recomputed
   forward; (tokens / tp) x top_k x d_model x activation bytes per unit, of which (ep - 1) / ep
-  leaves the unit (GShard, Lepikhin et al. 2020), over NVLink/NeuronLink inside the instance and
-  EFA/InfiniBand beyond it, the slower share setting the time, plus `collective_latency_us` each.
+  leaves the unit (GShard, Lepikhin et al. 2020), over NVLink/NeuronLink inside the instance.
+  Between instances a token goes once to each remote instance that holds any of its experts and is
+  forwarded over the scale-up links there (DeepEP's and HybridEP's internode kernels, the
+  dispatchers of Megatron-Bridge's DeepSeek-V3 and GPT-OSS recipes): (D - 1)(1 - (1 - 1/D)^top_k)
+  copies over D instances. The slower of the two shares sets the time, plus
+  `collective_latency_us` each.
 - Grouped GEMM: an expert's matmul sees tokens x top_k / E x max(ep / tp, 1) tokens and runs at the
   efficiency the `compute_half_tokens` curve gives that many.
 - Router: 2 x tokens x d_model x E FLOPs per MoE layer.
+- Per-layer host work: `moe_layer_overhead_us` per MoE layer per pass on top of
+  `layer_overhead_us` (top-k, the token-count copy a dropless dispatch waits for, permutes, one
+  GEMM launch per local expert). It does not shrink with the tokens, which is why Megatron-Bridge's
+  Qwen3-30B-A3B on 8 B200s runs 2.8x faster per GPU at micro-batch 4 than at 1.
 - Load imbalance: the busiest expert rank does `CAPACITY_FACTOR` = 1.25 times the mean work when
   ep > 1 (Switch Transformer, Fedus et al. 2021, section 2.2); 1.0 for benchmark runs that force
   balanced routing (the Megatron-Bridge page says its runs do).
 - MoE activations: 2h + top_k x (4h + 6 ff) bytes per token per MoE layer instead of the dense
   MLP's share of Korthikanti et al.'s 34h.
 
-Serving does not search ep: with attention split by tp every unit already holds every token, so in
-this model ep moves no fewer bytes than tp; wide expert parallelism with data-parallel attention is
-not modelled.
+## Training schedule terms
+
+- Gradient all-reduce is hierarchical: inside each scale-up domain over NVLink/NeuronLink, then
+  between domains on each rank's 1/g share over its own NIC, so the traffic between domains sees
+  the domain's whole network bandwidth (g: the data-parallel group's ranks in one domain).
+- Interleaved 1F1B (`--vp`, the `vp` column of the bundled Megatron-Bridge and NeMo rows): the
+  bubble of pp - 1 micro-batch slots shrinks to (pp - 1) / vp, stage hand-offs grow vp-fold
+  (Narayanan et al. 2021). Rows that state no VP, and estimates without `--vp`, use plain 1F1B.
+- Under fp8 or fp4 training, attention runs at the chip's 16-bit peak: Transformer Engine's fused
+  attention stays in 16 bits unless FP8 attention is asked for (off by default in NeMo).
 
 ## Side by side with peer estimators
 

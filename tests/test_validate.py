@@ -168,3 +168,19 @@ def test_held_out_measurements_within_stated_tolerance() -> None:
     for p in report:
         assert p.ape is not None and p.ape <= 0.25, (p.row.metric, p.row.value, p.predicted)
         assert p.low is not None and p.high is not None and p.low <= p.row.value <= p.high
+
+
+@needs_published
+def test_leave_one_source_out_in_forked_workers_equals_the_serial_pass() -> None:
+    """`jobs` only spreads the independent refits over processes: the predictions are the same."""
+    from silica.validate.fit import leave_one_source_out
+
+    rows = [r for r in read_benchmarks(PUBLISHED) if r.chip == "l40s"]
+    catalog = load_catalog()
+    prepared = prepare(rows, catalog)
+    assert len({r.source for r in rows}) >= 2
+    fitted = load_calibration()
+    serial = leave_one_source_out(prepared, catalog, fitted)
+    forked = leave_one_source_out(prepared, catalog, fitted, jobs=2)
+    assert np.isfinite(serial).any()
+    np.testing.assert_array_equal(serial, forked)

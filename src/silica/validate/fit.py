@@ -245,26 +245,61 @@ Progress = Callable[[str], None]
 
 
 def leave_one_source_out(
-    prepared: Prepared, catalog: Catalog, fitted: Calibration, progress: Progress | None = None
+    prepared: Prepared,
+    catalog: Catalog,
+    fitted: Calibration,
+    progress: Progress | None = None,
+    jobs: int = 1,
 ) -> Array:
     """Each row predicted by a calibration fitted without the row's source (out of sample).
 
     Only the families the held-out source measures are refitted; the others keep `fitted`'s
     parameters, which never saw the held-out rows. A family measured by that source alone is left
-    unfitted, so its rows take the inherited (or default) parameters a new chip would get.
+    unfitted, so its rows take the inherited (or default) parameters a new chip would get. `jobs` > 1
+    refits that many sources at once in forked processes (the refits are independent).
     """
     sources = sorted({r.source for r in prepared.rows})
     out = np.full(len(prepared.rows), np.nan)
+    work = (prepared, catalog, fitted)
+    if jobs > 1:
+        import multiprocessing
+
+        global _LOSO_WORK
+        _LOSO_WORK = work  # inherited by the forked workers: nothing large is pickled
+        try:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                for source, held, values in pool.imap_unordered(_held_out, sources):
+                    if progress is not None:
+                        progress(source)
+                    out[held] = values
+        finally:
+            _LOSO_WORK = None
+        return out
     for source in sources:
         if progress is not None:
             progress(source)
-        held = np.asarray([r.source == source for r in prepared.rows])
-        families = {catalog.chips[r.chip].family for r, h in zip(prepared.rows, held, strict=True) if h}
-        params, _, _ = fit_prepared(prepared, catalog, mask=~held, only=families, base=fitted.params)
-        kept = {k: p for k, p in fitted.params.items() if family_of(k) not in families}
-        cal = _candidate({**kept, **params})
-        out[held] = prepared.predict(cal)[held]
+        _, held, values = _held_out(source, work)
+        out[held] = values
     return out
+
+
+_LOSO_WORK: tuple[Prepared, Catalog, Calibration] | None = None
+
+
+def _held_out(
+    source: str, work: tuple[Prepared, Catalog, Calibration] | None = None
+) -> tuple[str, NDArray[np.bool_], Array]:
+    """One source's rows predicted by a fit on every other source."""
+    if work is None:  # in a forked worker: the parent set it before forking
+        assert _LOSO_WORK is not None
+        work = _LOSO_WORK
+    prepared, catalog, fitted = work
+    held = np.asarray([r.source == source for r in prepared.rows])
+    families = {catalog.chips[r.chip].family for r, h in zip(prepared.rows, held, strict=True) if h}
+    params, _, _ = fit_prepared(prepared, catalog, mask=~held, only=families, base=fitted.params)
+    kept = {k: p for k, p in fitted.params.items() if family_of(k) not in families}
+    cal = _candidate({**kept, **params})
+    return source, held, prepared.predict(cal)[held]
 
 
 @dataclass(frozen=True, slots=True)
