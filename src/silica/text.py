@@ -6,13 +6,19 @@ engineer-weeks with the right plural. Presentation only: no arithmetic beyond ro
 
 from __future__ import annotations
 
-__all__ = ["money", "months", "weeks"]
+__all__ = ["money", "months", "percent", "weeks"]
 
 
 def money(value: float | None) -> str:
+    """Whole dollars; a value that rounds to zero reads "$0", never "-$0"."""
     if value is None:
         return "-"
-    return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
+    return f"-${-value:,.0f}" if round(value) < 0 else f"${abs(value) if round(value) == 0 else value:,.0f}"
+
+
+def percent(share: float) -> str:
+    """A share as a whole percent; one that rounds to zero reads "0%", never "-0%"."""
+    return "0%" if round(share * 100) == 0 else f"{share:.0%}"
 
 
 def months(value: float | None) -> str:

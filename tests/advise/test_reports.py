@@ -128,3 +128,11 @@ def test_claims_reports() -> None:
     md = claims_markdown(claims(), META)
     assert md.count("\n| ") >= len(claims().claims) + 1
     assert "## Sources" in md
+
+
+def test_a_saving_that_rounds_to_nothing_has_no_sign() -> None:
+    """A proposal a few cents dearer than today reads "$0" and "0%", not "-$0" or "$-0 (-0%)"."""
+    from silica.text import money, percent
+
+    assert money(-0.3) == "$0" and money(0.4) == "$0" and money(-1.6) == "-$2"
+    assert percent(-0.001) == "0%" and percent(-0.2) == "-20%"

@@ -16,7 +16,7 @@ from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option
 from silica.advise.rules import Rules
 from silica.advise.scanfile import ScanSummary
 from silica.results import InferenceEstimate
-from silica.text import months, weeks
+from silica.text import money, months, percent, weeks
 
 __all__ = ["IMPLEMENTED_RULES", "Decision", "decide", "migration_weeks"]
 
@@ -193,7 +193,7 @@ def _option(
     if status == "eligible" and negligible:
         status = "excluded"
         text = (
-            f"costs {-fraction:.0%} more than today"
+            f"costs {percent(-fraction)} more than today"
             if fraction < 0
             else f"saves {fraction:.1%}, below negligible_savings_fraction "
             f"{rules['negligible_savings_fraction']:.1%}: no saving"
@@ -260,7 +260,7 @@ def decide(
     warning = reasons
     reasons = [
         f"{_today(current)} -> {chosen.instances} x {chosen.instance} saves "
-        f"${chosen.monthly_savings_usd:,.0f}/month ({chosen.savings_fraction:.0%}), "
+        f"{money(chosen.monthly_savings_usd)}/month ({percent(chosen.savings_fraction)}), "
         f"pays back {weeks(chosen.migration_weeks)} in {months(chosen.payback_months)}"
     ]
     reasons.extend(warning)
@@ -325,7 +325,7 @@ def _why_not(alternative: Option | None) -> tuple[str, ...]:
         return ("no priced, feasible alternative was found",)
     head = (
         f"best alternative {alternative.instances} x {alternative.instance} would save "
-        f"${alternative.monthly_savings_usd:,.0f}/month ({alternative.savings_fraction:.0%})"
+        f"{money(alternative.monthly_savings_usd)}/month ({percent(alternative.savings_fraction)})"
     )
     if alternative.payback_months is not None:
         head += f", paying back in {months(alternative.payback_months)}"
