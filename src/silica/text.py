@@ -16,8 +16,10 @@ def money(value: float | None) -> str:
     return f"-${-value:,.0f}" if round(value) < 0 else f"${abs(value) if round(value) == 0 else value:,.0f}"
 
 
-def percent(share: float) -> str:
+def percent(share: float | None) -> str:
     """A share as a whole percent; one that rounds to zero reads "0%", never "-0%"."""
+    if share is None:
+        return "-"
     return "0%" if round(share * 100) == 0 else f"{share:.0%}"
 
 
