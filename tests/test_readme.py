@@ -24,3 +24,10 @@ def test_quick_start_has_exactly_two_one_line_commands() -> None:
 def test_ci_runs_the_readme_test_command_as_written() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert _quick_start_commands()[1] in ci.splitlines()
+
+
+def test_the_test_command_runs_every_tier_and_the_checkers() -> None:
+    """Plain `pytest` is the fast tier only (pyproject's addopts); CI must run them all, plus ruff and mypy."""
+    command = _quick_start_commands()[1]
+    assert 'pytest -m ""' in command
+    assert "ruff check" in command and "ruff format --check" in command and command.endswith("mypy")

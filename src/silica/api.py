@@ -16,7 +16,6 @@ use `silica.models.load_model(path)` first for a local config.json.
 
 from __future__ import annotations
 
-import functools
 import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -152,21 +151,18 @@ def _model(model: Any) -> Any:
     return load_model(model)
 
 
-@functools.lru_cache(maxsize=32)
-def _catalog(prices: tuple[tuple[str, float], ...]) -> Any:
-    """The bundled catalog with the user's prices on top; loaded once per set of prices."""
-    from silica.catalog import load_catalog
+def _context(
+    prices: Mapping[str, float] | None,
+    option: str | None,
+    region: str | None,
+    engine: str | None,
+    systems: str | Path | None = None,
+) -> Any:
+    """The plan context for one call: these arguments over the user's settings (`silica.context`)."""
+    from silica.context import plan_context
 
-    return load_catalog(overrides=dict(prices) if prices else None)
-
-
-def _prices(prices: Mapping[str, float] | None) -> tuple[tuple[str, float], ...]:
-    from silica.catalog import parse_price_overrides
-
-    if not prices:
-        return ()
-    parsed = parse_price_overrides([f"{k}={v}" for k, v in prices.items()], _catalog(()))
-    return tuple(sorted(parsed.items()))
+    price = [f"{k}={v}" for k, v in prices.items()] if prices else None
+    return plan_context(region=region, option=option, price=price, engine=engine, systems=systems)
 
 
 def _workload(task: str, kw: Mapping[str, Any]) -> Any:
@@ -212,29 +208,28 @@ def estimate(
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
     engine: str | None = None,
+    systems: str | Path | None = None,
     **workload: Any,
 ) -> Result:
     """One deployment (`on` = INSTANCE[xCOUNT] or CHIPxCOUNT): speed, memory and cost, or why not.
 
     `engine`: the serving or training stack (trtllm, vllm, vllm-neuron, nemo, ...); None: the vendor's
-    recommended one."""
+    recommended one. Unset option, region and prices come from the user's settings (`silica config`),
+    as on the command line; the result's `settings` says which applied."""
     from silica.catalog import resolve_on
-    from silica.perf.calibration import load_calibration
     from silica.plan import estimate as run
     from silica.workload import Deployment
 
     spec = _model(model)
     wl = _workload(task, workload)
-    placement = resolve_on(_catalog(_prices(prices)), on)
+    context = _context(prices, option, region, engine, systems)
+    placement = resolve_on(context.catalog, on)
     result = run(
         spec,
         wl,
         Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
         catalog=placement.catalog,
-        calibration=load_calibration(None),
-        option=option,  # type: ignore[arg-type]
-        region=region,
-        engine=engine,
+        context=context,
     )
     return Result(result, f"{spec.id} on {on}")
 
@@ -249,10 +244,12 @@ def compare(
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
     engine: str | None = None,
+    systems: str | Path | None = None,
     **workload: Any,
 ) -> Result:
-    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason)."""
-    from silica.perf.calibration import load_calibration
+    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason).
+
+    Unset option, region and prices come from the user's settings, as for `estimate`."""
     from silica.plan import compare as run
 
     spec = _model(model)
@@ -261,12 +258,8 @@ def compare(
         spec,
         wl,
         instances=list(instances) if instances else None,
-        catalog=_catalog(_prices(prices)),
-        calibration=load_calibration(None),
-        option=option,  # type: ignore[arg-type]
-        region=region,
         include_announced=include_announced,
-        engine=engine,
+        context=_context(prices, option, region, engine, systems),
     )
     return Result(result, f"{spec.id}: {task}, ranked by cost")
 
@@ -275,14 +268,14 @@ def chips(family: str | None = None) -> Result:
     """The catalog's chips (specs with source and date)."""
     from silica.catalog import chip_rows
 
-    return Result({"chips": chip_rows(_catalog(()), family)}, "chips")
+    return Result({"chips": chip_rows(_context(None, None, None, None).catalog, family)}, "chips")
 
 
 def instances(family: str | None = None) -> Result:
     """The catalog's instances with chips and every price (source and date on each)."""
     from silica.catalog import instance_rows
 
-    return Result({"instances": instance_rows(_catalog(()), family)}, "instances")
+    return Result({"instances": instance_rows(_context(None, None, None, None).catalog, family)}, "instances")
 
 
 def models() -> Result:
@@ -293,10 +286,16 @@ def models() -> Result:
 
 
 def advise(inventory: Any, *, settings: Sequence[str] = ()) -> Result:
-    """Per-workload verdicts with payback for an inventory (a path or a loaded `Inventory`)."""
-    from silica.advise import advise as run
-    from silica.advise import parse_settings
+    """Per-workload verdicts with payback for an inventory (a path or a loaded `Inventory`).
 
+    `settings`: decision thresholds (NAME=VALUE). Prices, option and region the inventory does not
+    set come from the user's settings, as for `silica advise`."""
+    from silica.advise import advise as run
+    from silica.advise import load_inventory, parse_settings
+    from silica.context import plan_context
+
+    if isinstance(inventory, str | Path):
+        inventory = load_inventory(inventory, plan_context())
     return Result(run(inventory, settings=parse_settings(list(settings))), "advice")
 
 
@@ -309,9 +308,11 @@ def claims(ids: Sequence[str] | None = None) -> Result:
 
 def fleet_simulate(path: str | Path, policies: Sequence[str] | None = None) -> Result:
     """Simulate a fleet file under its own policies (or the ones named); one row per policy."""
+    from silica.context import plan_context
     from silica.fleet import simulate_file
 
-    return Result(simulate_file(path, list(policies) if policies else None), "fleet simulation")
+    sim = simulate_file(path, list(policies) if policies else None, catalog=plan_context().catalog)
+    return Result(sim, "fleet simulation")
 
 
 def history(kind: str | None = None, limit: int = 50) -> Result:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from silica.errors import DataFileError, InputError
 
-__all__ = ["Setting", "Settings", "config_path", "load_settings"]
+__all__ = ["Setting", "Settings", "check_settings", "config_path", "load_settings", "read_config"]
 
 _KEYS = {"region": "SILICA_REGION", "price_option": "SILICA_PRICE_OPTION", "prices": "SILICA_PRICES"}
 MAX_CONFIG_BYTES = 64 * 1024
@@ -50,9 +51,9 @@ class Settings:
         return {k: {"value": getattr(self, k).value, "origin": getattr(self, k).origin} for k in _KEYS}
 
 
-def config_path() -> Path:
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
     """The config file Silica reads (it need not exist)."""
-    explicit = os.environ.get("SILICA_CONFIG")
+    explicit = (os.environ if environ is None else environ).get("SILICA_CONFIG")
     if explicit:
         return Path(explicit).expanduser()
     from platformdirs import user_config_dir
@@ -63,7 +64,7 @@ def config_path() -> Path:
 def load_settings() -> Settings:
     """The settings that apply now (environment over config file over defaults), checked."""
     path = config_path()
-    from_file = _read(path) if path.is_file() else {}
+    from_file = read_config(path) if path.is_file() else {}
     out: dict[str, Setting] = {}
     for key, env in _KEYS.items():
         value = os.environ.get(env)
@@ -74,11 +75,12 @@ def load_settings() -> Settings:
         else:
             out[key] = Setting(None, "default")
     settings = Settings(**out)
-    _check(settings)
+    check_settings(settings.region, settings.price_option, settings.prices)
     return settings
 
 
-def _read(path: Path) -> dict[str, str]:
+def read_config(path: Path) -> dict[str, str]:
+    """The settings a config file holds, checked for unknown keys and non-string values."""
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise DataFileError(
@@ -111,24 +113,30 @@ def _read(path: Path) -> dict[str, str]:
 _AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")  # us-east-1, us-gov-west-1, ap-southeast-5
 
 
-def _check(settings: Settings) -> None:
+class _Valued(Protocol):
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def origin(self) -> str: ...
+
+
+def check_settings(region: _Valued, option: _Valued, prices: _Valued) -> None:
+    """One check of the three price settings, whichever layer (flag, environment, file) they came from."""
     from silica.catalog.schema import PURCHASE_OPTIONS
 
-    region = settings.region
     if region.value is not None and not _AWS_REGION.fullmatch(region.value):
         raise InputError(
             f"region {region.value!r} (from {region.origin}) is not an AWS region id.",
             "write it as AWS does, e.g. us-east-1 or eu-west-2.",
         )
-    option = settings.price_option
     if option.value is not None and option.value not in PURCHASE_OPTIONS:
         raise InputError(
             f"price_option {option.value!r} (from {option.origin}) is not a purchase option.",
             f"use one of {', '.join(PURCHASE_OPTIONS)}.",
         )
-    prices = settings.prices_path
-    if prices is not None and not prices.is_file():
+    path = None if prices.value is None else Path(prices.value).expanduser()
+    if path is not None and not path.is_file():
         raise InputError(
-            f"prices file {str(prices)!r} (from {settings.prices.origin}) does not exist.",
+            f"prices file {str(path)!r} (from {prices.origin}) does not exist.",
             "point it at a prices CSV/YAML, or unset it.",
         )

@@ -93,6 +93,8 @@ class EstimateBase:
     engine: str = ""  # the serving or training stack assumed (data/stacks.yaml)
     assumptions: tuple[str, ...] = ()
     ep: int | None = None  # expert-parallel degree (mixture-of-experts models; None for dense)
+    # The effective settings the plan ran with (`silica.context`): {name: {value, origin}}.
+    settings: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def task(self) -> str:

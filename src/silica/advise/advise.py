@@ -77,7 +77,12 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
             found = compare(
-                spec.model, spec.workload, catalog=inv.catalog, option=inv.option, region=inv.region
+                spec.model,
+                spec.workload,
+                catalog=inv.catalog,
+                option=inv.option,
+                region=inv.region,
+                context=inv.context,
             )
             now = None
             if spec.current.instance is not None:
@@ -88,6 +93,7 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
                     catalog=inv.catalog,
                     option=inv.option,
                     region=inv.region,
+                    context=inv.context,
                 )
         except SilicaError as err:
             # Name the inventory's YAML fields, never the CLI flags the planner's messages speak of.

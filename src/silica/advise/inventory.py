@@ -23,6 +23,7 @@ from silica._yaml import Located, Path_, load_located
 from silica.advise.scanfile import ScanSummary, read_scan
 from silica.catalog import Catalog, load_catalog, price_for
 from silica.catalog.schema import Dtype, PurchaseOption
+from silica.context import PlanContext
 from silica.errors import SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
@@ -143,13 +144,18 @@ class Inventory:
     rule_lines: dict[str, int]
     workloads: tuple[WorkloadSpec, ...]
     raw: dict[str, Any]
+    context: PlanContext | None = None  # the user's settings under the inventory's own `pricing:`
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "inventory": self.raw}
 
 
-def load_inventory(path: str | Path) -> Inventory:
-    """Read and check an inventory; the first problem found raises `DataFileError` naming its line."""
+def load_inventory(path: str | Path, context: PlanContext | None = None) -> Inventory:
+    """Read and check an inventory; the first problem found raises `DataFileError` naming its line.
+
+    `context`: the user's settings (`silica.context`). The inventory's own `pricing:` wins over them;
+    where it says nothing, the context's prices, option, region and calibration apply.
+    """
     doc = load_located(Path(path))
     if not isinstance(doc.value, dict):
         raise doc.error((), "an inventory is a mapping with a `workloads:` list.", _EXAMPLE)
@@ -167,7 +173,15 @@ def load_inventory(path: str | Path) -> Inventory:
             "split it into several inventories (each is advised in seconds, not hours).",
         )
     top = _validate(doc, (), doc.value, _Inventory)
-    catalog = _catalog(doc, top.pricing)
+    if context is not None:  # the inventory's own pricing over the user's settings
+        pricing = top.pricing.model_copy(
+            update={
+                "option": top.pricing.option or context.option,
+                "region": top.pricing.region or context.region,
+            }
+        )
+        top = top.model_copy(update={"pricing": pricing})
+    catalog = _catalog(doc, top.pricing) if context is None or top.pricing.prices else context.catalog
     names: dict[str, int] = {}
     specs = []
     for i, raw in enumerate(top.workloads):
@@ -190,6 +204,7 @@ def load_inventory(path: str | Path) -> Inventory:
         rule_lines={k: doc.line(("rules", k)) for k in top.rules},
         workloads=tuple(specs),
         raw=doc.value,
+        context=context,
     )
 
 

@@ -50,10 +50,11 @@ def register(app: typer.Typer) -> None:
         from silica.advise import advise as run
         from silica.advise import load_inventory, parse_settings
         from silica.advise.records import advice_records
+        from silica.context import plan_context
         from silica.report import Meta
 
         _check_targets(html, md, inputs=(inventory,))  # before the work: never over the inventory
-        inv = load_inventory(inventory)
+        inv = load_inventory(inventory, plan_context())
         with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
             result = run(inv, settings=parse_settings(settings or []))
         from silica.report.page import price_facts
@@ -85,12 +86,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Re-derive the vendors' claims with Silica's own model: supported, partly, not supported or cannot check."""
         from silica.advise.claim_checks import check_claims
-        from silica.catalog import load_catalog, parse_price_overrides
+        from silica.context import plan_context
         from silica.report import Meta
 
         _check_targets(html, md, inputs=())  # before the work
-        overrides = parse_price_overrides(price, load_catalog()) if price else None
-        catalog = load_catalog(prices_path=prices, overrides=overrides)
+        catalog = plan_context(prices=prices, price=price or None).catalog
         with progress("re-deriving the vendors' claims", not as_json):
             result = check_claims(ids, catalog=catalog)
         from silica.report.page import price_facts

@@ -21,8 +21,8 @@ from silica.cli._common import console, handle_errors, print_json
 from silica.cli._output import comparison_listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
-    from silica.catalog.schema import Catalog, Dtype, PurchaseOption
-    from silica.perf.calibration import Calibration
+    from silica.catalog.schema import Dtype
+    from silica.context import PlanContext
     from silica.plan.compare import Workload
 
 
@@ -123,10 +123,6 @@ class PlanOptions:
     )
     as_json: bool = field(default=False, metadata=_flag("--json", "Print the library result as JSON."))
 
-    @property
-    def purchase_option(self) -> PurchaseOption | None:
-        return cast("PurchaseOption | None", self.option)  # checked against the catalog by `plan`
-
     def workload(self) -> Workload:
         """The inference or training workload these options describe (checked by its constructor)."""
         from silica.workload import InferenceWorkload, TrainingWorkload
@@ -159,19 +155,19 @@ class PlanOptions:
             compute_dtype=dtype,
         )
 
-    def catalog(self) -> Catalog:
-        """The bundled catalog with the user's prices and systems applied."""
-        from silica.catalog import load_catalog, parse_price_overrides
+    def context(self) -> PlanContext:
+        """The plan context: these flags over the environment and config file (`silica.context`)."""
+        from silica.context import plan_context
 
-        overrides = (
-            parse_price_overrides(self.price, load_catalog(systems_path=self.systems)) if self.price else None
+        return plan_context(
+            region=self.region,
+            option=self.option,
+            prices=self.prices,
+            price=self.price,
+            systems=self.systems,
+            engine=self.engine,
+            calibration=self.calibration,
         )
-        return load_catalog(prices_path=self.prices, overrides=overrides, systems_path=self.systems)
-
-    def load_calibration(self) -> Calibration:
-        from silica.perf.calibration import load_calibration
-
-        return load_calibration(self.calibration)
 
 
 def plan_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -238,16 +234,14 @@ def register(app: typer.Typer) -> None:
         from silica.workload import Deployment
 
         wl = opts.workload()
-        placement = resolve_on(opts.catalog(), on)
+        context = opts.context()
+        placement = resolve_on(context.catalog, on)
         result = run(
             model,
             wl,
             Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
             catalog=placement.catalog,
-            calibration=opts.load_calibration(),
-            option=opts.purchase_option,
-            region=opts.region,
-            engine=opts.engine,
+            context=context,
         )
         if opts.as_json:
             print_json(result)
@@ -273,17 +267,7 @@ def register(app: typer.Typer) -> None:
         from silica.plan import compare as run
 
         wl = opts.workload()
-        result = run(
-            model,
-            wl,
-            instances=instances,
-            catalog=opts.catalog(),
-            calibration=opts.load_calibration(),
-            option=opts.purchase_option,
-            region=opts.region,
-            include_announced=announced,
-            engine=opts.engine,
-        )
+        result = run(model, wl, instances=instances, include_announced=announced, context=opts.context())
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
 

@@ -174,6 +174,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
         from silica._files import check_output
+        from silica.context import plan_context
         from silica.fleet import simulate_file
         from silica.report.fleet import write_fleet_report
         from silica.report.page import Meta
@@ -181,7 +182,7 @@ def register(app: typer.Typer) -> None:
         if html is not None:  # before the simulation: never over the fleet file
             check_output(html, inputs=(fleet_file,), option="--html")
         with progress(f"simulating {fleet_file.name}", not as_json):
-            sim = simulate_file(fleet_file, policy or None)
+            sim = simulate_file(fleet_file, policy or None, catalog=plan_context().catalog)
         if html is not None:
             bases = "; ".join(sorted({p["price_basis"] for p in sim.fleet["pools"]})) or "none"
             write_fleet_report(sim, html, Meta(command_line(), bases))
@@ -227,7 +228,7 @@ def register(app: typer.Typer) -> None:
         output: str | None = output_option(),
     ) -> None:
         """Choose the cheapest fleet mix meeting the SLO-attainment target and every training deadline."""
-        from silica.catalog import load_catalog, parse_price_overrides
+        from silica.context import plan_context
         from silica.errors import InputError
         from silica.fleet import load_fleet_file, plan_fleet
 
@@ -237,8 +238,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
             )
-        overrides = parse_price_overrides(price) if price else None
-        catalog = load_catalog(overrides=overrides)
+        catalog = plan_context(price=price or None).catalog  # --price over the user's price settings
         # Given but empty (`--instance ""`) stays an empty list, which plan_fleet refuses; absent is all.
         names = [n.strip() for v in instances for n in v.split(",") if n.strip()] if instances else None
         with progress(f"planning {fleet_file.name}", not as_json):

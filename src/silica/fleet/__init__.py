@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from silica.catalog.schema import Catalog
 from silica.fleet.demand import InferenceDemand
 from silica.fleet.jobs import TrainingJob
 from silica.fleet.plan import FleetPlan, plan_fleet
@@ -47,7 +48,12 @@ __all__ = [
 ]
 
 
-def simulate_file(path: Path | str, policies: Sequence[str] | None = None) -> Simulation:
-    """Simulate the fleet file at `path` under its own policies, or the ones named."""
+def simulate_file(
+    path: Path | str, policies: Sequence[str] | None = None, *, catalog: Catalog | None = None
+) -> Simulation:
+    """Simulate the fleet file at `path` under its own policies, or the ones named.
+
+    `catalog`: the catalog with the user's prices (the plan context's); None: the bundled one.
+    """
     ff = load_fleet_file(Path(path))
-    return simulate(build_fleet(ff), make_policies(ff, policies))
+    return simulate(build_fleet(ff, catalog=catalog), make_policies(ff, policies))

@@ -1,8 +1,9 @@
 """A user's calibration overlay: parameters fitted on their own pilot runs, per (chip family, engine).
 
-`silica calibrate --from-pilot` writes it (see `silica.pilot.calibrate`); every plan that resolves
-its targets applies it on top of the shipped calibration, so `estimate`, `compare`, `advise` and
-`fleet` all use it, and each result that does names it in its calibration note. The overlay holds
+`silica calibrate --from-pilot` writes it (see `silica.pilot.calibrate`); the plan context
+(`silica.context.plan_context`) applies it on top of the shipped calibration at the edge, so
+`estimate`, `compare`, `advise` and `fleet` all use it, each result that does names it in its
+calibration note and its settings, and no plan function reads it behind its caller's back. The overlay holds
 parameters only, each inside `PARAM_BOUNDS`; never a measured figure.
 
 Where it lives: `SILICA_CALIBRATION_OVERLAY`, else `calibration-overlay.json` in Silica's data
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,9 @@ OVERLAY_SCHEMA = "silica.calibration_overlay/1"
 _cache: dict[tuple[str, float], list[dict[str, Any]]] = {}
 
 
-def overlay_path() -> Path:
-    explicit = os.environ.get("SILICA_CALIBRATION_OVERLAY")
+def overlay_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the user's overlay lives (it need not exist): `SILICA_CALIBRATION_OVERLAY`, else the data dir."""
+    explicit = (os.environ if environ is None else environ).get("SILICA_CALIBRATION_OVERLAY")
     if explicit:
         return Path(explicit).expanduser()
     from silica.paths import data_dir  # light: the core install has no store
@@ -63,14 +66,14 @@ def read_overlay(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def with_user_overlay(cal: Calibration, path: Path | None = None) -> Calibration:
+def with_user_overlay(cal: Calibration, path: Path) -> Calibration:
     """The calibration with the user's overlay beside it, per (family, engine).
 
     Kept beside the shipped parameters, not in them (`overlay_params["hopper/vllm"]`): a target
     takes an entry only for its own chip family and engine; every other pair, and a family that
     inherits from an overlaid one, keeps the shipped parameters.
     """
-    entries = read_overlay(path or overlay_path())
+    entries = read_overlay(path)
     if not entries or "overlay" in cal.extra:
         return cal
     params: dict[str, FamilyParams] = {}

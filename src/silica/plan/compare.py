@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
+from silica.context import PlanContext
 from silica.cost import Ranking
 from silica.errors import InfeasibleError
 from silica.models import load_model
@@ -39,12 +40,19 @@ def estimate(
     option: PurchaseOption | None = None,
     region: str | None = None,
     engine: str | None = None,
+    context: PlanContext | None = None,
 ) -> Estimate:
     """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
 
     An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
     `engine`: the serving or training stack (`data/stacks.yaml`); None: the vendor's recommended one.
+    `context`: the user's settings resolved once at the edge (`silica.context.plan_context`); its
+    catalog, calibration, option, region and engine apply where the keyword is not given, and the
+    result records its settings. Without one, only the bundled data is used.
     """
+    if context is not None:
+        catalog, calibration = catalog or context.catalog, calibration or context.calibration
+        option, region, engine = option or context.option, region or context.region, engine or context.engine
     spec = _model(model)
     chained = isinstance(workload, InferenceWorkload)  # serving chains instances as pipeline stages
     deployment.check_fits(
@@ -60,9 +68,12 @@ def estimate(
         task=workload.task,
     )
     d = deployment
+    found: Estimate
     if isinstance(workload, InferenceWorkload):
-        return search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
-    return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+        found = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+    else:
+        found = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+    return found if context is None else replace(found, settings=context.settings_dict())
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,7 @@ class Comparison:
     workload: dict[str, Any]
     results: tuple[Estimate, ...]
     ranking: Ranking
+    settings: dict[str, dict[str, str | None]] = field(default_factory=dict)  # see `silica.context`
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +96,7 @@ class Comparison:
             "task": self.task,
             "workload": self.workload,
             "ranking": self.ranking.to_dict(),
+            "settings": self.settings,
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -105,8 +118,15 @@ def compare(
     region: str | None = None,
     include_announced: bool = False,
     engine: str | None = None,
+    context: PlanContext | None = None,
 ) -> Comparison:
-    """Consider every instance type (or the ones named), choose each one's best layout, rank them."""
+    """Consider every instance type (or the ones named), choose each one's best layout, rank them.
+
+    `context` as for `estimate`: the user's settings, resolved once at the edge and recorded.
+    """
+    if context is not None:
+        catalog, calibration = catalog or context.catalog, calibration or context.calibration
+        option, region, engine = option or context.option, region or context.region, engine or context.engine
     spec = _model(model)
     targets = resolve_targets(
         instances,
@@ -142,6 +162,7 @@ def compare(
         workload={k: getattr(workload, k) for k in workload.__slots__ if k != "task"},
         results=tuple(ranked),
         ranking=rank,
+        settings=context.settings_dict() if context is not None else {},
     )
 
 

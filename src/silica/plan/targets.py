@@ -11,7 +11,6 @@ from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration, FamilyParams, load_calibration
-from silica.perf.overlay import with_user_overlay
 from silica.perf.stacks import Stack, resolve_stack
 from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
@@ -166,7 +165,7 @@ def resolve_targets(
     on are left out (and naming one that runs nowhere is an error).
     """
     catalog = catalog or load_catalog()
-    calibration = with_user_overlay(calibration or load_calibration())  # the user's pilots, if any
+    calibration = calibration or load_calibration()  # the user's overlay comes in through the plan context
     if instance_ids is None:
         chosen = [
             i

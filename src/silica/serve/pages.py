@@ -12,8 +12,10 @@ from pydantic import ValidationError
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from silica import api
+from silica.catalog.schema import PURCHASE_OPTIONS
 from silica.errors import SilicaError
 from silica.jsonable import plain
+from silica.perf.stacks import load_stacks
 from silica.serve import actions
 from silica.serve._html import bar_band_chart, esc, num, page, table
 from silica.serve.problems import ProblemError, error_status
@@ -34,7 +36,7 @@ _FIELDS = (  # name, label, kind, hint
     ("tokens", "Training tokens", "float", "training: tokens per run"),
     ("deadline_days", "Deadline (days)", "float", "training: must finish within"),
 )
-_OPTIONS = ("", "on_demand", "reserved_1yr", "reserved_3yr", "spot", "capacity_block")
+_OPTIONS = ("", *PURCHASE_OPTIONS)  # the library's own list: the form offers nothing it would refuse
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
@@ -78,8 +80,9 @@ def _compare_values(params: dict[str, str]) -> dict[str, Any]:
                 raise ProblemError(
                     400, f"{label}: {raw[:40]!r} is not a number.", f"give {label} as a number."
                 ) from None
-    if params.get("option"):
-        values["option"] = params["option"]
+    for name in ("option", "engine", "region"):
+        if params.get(name):
+            values[name] = params[name]
     prices: dict[str, float] = {}
     for line in params.get("prices", "").replace(",", "\n").splitlines():
         if line.strip():
@@ -123,12 +126,18 @@ def _form(params: dict[str, str]) -> str:
         f'<option value="{o}"{" selected" if o == option else ""}>{o or "best available"}</option>'
         for o in _OPTIONS
     )
+    engine = params.get("engine", "")
+    engines = "".join(
+        f'<option value="{esc(e)}"{" selected" if e == engine else ""}>{esc(e) or "vendor default"}</option>'
+        for e in ("", *sorted(load_stacks()))
+    )
     return (
         '<form method="get" action="/compare" class="grid" aria-label="Compare">'
         f'<div class="field"><label for="f-model">Model</label><select id="f-model" name="model">{opts}</select></div>'
         f'<div class="field"><label for="f-task">Task</label><select id="f-task" name="task">{tasks}</select></div>'
         f"{fields}"
         f'<div class="field"><label for="f-option">Purchase option</label><select id="f-option" name="option">{options}</select></div>'
+        f'<div class="field"><label for="f-engine">Engine</label><select id="f-engine" name="engine">{engines}</select></div>'
         '<div class="field wide"><label for="f-prices">Your prices (INSTANCE=USD per hour, one a line)</label>'
         f'<textarea id="f-prices" name="prices" rows="2">{esc(params.get("prices", ""))}</textarea></div>'
         '<div class="actions"><button type="submit">Rank instance types</button></div></form>'
@@ -207,7 +216,13 @@ def compare_page(request: Request) -> HTMLResponse:
     try:
         body = CompareRequest(**_compare_values(params))
         result = api.compare(
-            body.model, task=body.task, option=body.option, prices=body.prices, **body.workload()
+            body.model,
+            task=body.task,
+            option=body.option,
+            region=body.region,
+            engine=body.engine,
+            prices=body.prices,
+            **body.workload(),
         ).to_dict()
     except ValidationError as err:
         first = err.errors()[0]

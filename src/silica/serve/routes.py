@@ -14,12 +14,14 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from silica import api
+from silica.catalog.schema import PURCHASE_OPTIONS
 from silica.jsonable import plain
+from silica.perf.stacks import load_stacks
 from silica.serve import actions
 from silica.serve.problems import ProblemError
 
@@ -50,11 +52,37 @@ class WorkloadFields(_Strict):
     global_batch: int | None = Field(None, ge=1)
     micro_batch: int | None = Field(None, ge=1)
     deadline_days: float | None = Field(None, gt=0)
-    option: Literal["on_demand", "reserved_1yr", "reserved_3yr", "spot", "capacity_block"] | None = None
+    # The purchase options and engines are the library's own lists (catalog/schema.py, data/stacks.yaml):
+    # the API can offer nothing the library would refuse, and a new one appears here by itself.
+    option: str | None = Field(
+        None, description=f"Purchase option: {', '.join(PURCHASE_OPTIONS)} (default: from the settings)."
+    )
     region: str | None = Field(None, max_length=40)
     prices: dict[str, float] | None = Field(
         None, description="Your prices, instance -> USD per hour.", max_length=200
     )
+    engine: str | None = Field(
+        None,
+        max_length=40,
+        description="Serving or training stack (data/stacks.yaml); default: the vendor's.",
+    )
+    virtual_stages: int | None = Field(
+        None, ge=1, le=64, description="Training: model chunks per stage (--vp)."
+    )
+
+    @field_validator("option")
+    @classmethod
+    def _option(cls, value: str | None) -> str | None:
+        if value is not None and value not in PURCHASE_OPTIONS:
+            raise ValueError(f"unknown purchase option {value!r}; use one of {', '.join(PURCHASE_OPTIONS)}")
+        return value
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, value: str | None) -> str | None:
+        if value is not None and value not in load_stacks():
+            raise ValueError(f"unknown engine {value!r}; use one of {', '.join(sorted(load_stacks()))}")
+        return value
 
     def workload(self) -> dict[str, Any]:
         skip = {
@@ -62,10 +90,12 @@ class WorkloadFields(_Strict):
             "option",
             "region",
             "prices",
+            "engine",
             "model",
             "on",
             "tp",
             "pp",
+            "ep",
             "instances",
             "include_announced",
         }
@@ -73,7 +103,7 @@ class WorkloadFields(_Strict):
         if self.task == "training":
             fields.pop("input_len"), fields.pop("output_len")
         else:
-            for key in ("tokens", "global_batch", "micro_batch", "deadline_days"):
+            for key in ("tokens", "global_batch", "micro_batch", "deadline_days", "virtual_stages"):
                 fields.pop(key)
         return fields
 
@@ -83,6 +113,7 @@ class EstimateRequest(WorkloadFields):
     on: str = Field(..., max_length=200, examples=["trn1.32xlarge", "p5.48xlargex2", "h100x8"])
     tp: int | None = Field(None, ge=1, le=4096)
     pp: int | None = Field(None, ge=1, le=4096)
+    ep: int | None = Field(None, ge=1, le=4096, description="Expert parallelism (mixture-of-experts models).")
 
 
 class CompareRequest(WorkloadFields):
@@ -141,12 +172,12 @@ def health(request: Request) -> dict[str, Any]:
 @router.post("/estimate", tags=["plan"])
 async def estimate(body: EstimateRequest) -> Response:
     """One deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run (`silica estimate`)."""
-    key = "estimate:" + body.model_dump_json()
+    key = "estimate:" + body.model_dump_json() + _settings_key()
     return await _cache.get(
         key,
         lambda: api.estimate(
-            body.model, body.on, task=body.task, tp=body.tp, pp=body.pp, option=body.option,
-            region=body.region, prices=body.prices, **body.workload(),
+            body.model, body.on, task=body.task, tp=body.tp, pp=body.pp, ep=body.ep, option=body.option,
+            region=body.region, prices=body.prices, engine=body.engine, **body.workload(),
         ),
     )  # fmt: skip
 
@@ -154,14 +185,28 @@ async def estimate(body: EstimateRequest) -> Response:
 @router.post("/compare", tags=["plan"])
 async def compare(body: CompareRequest) -> Response:
     """Every instance type ranked by cost; infeasible ones keep their reason (`silica compare`)."""
-    key = "compare:" + body.model_dump_json()
+    key = "compare:" + body.model_dump_json() + _settings_key()
     return await _cache.get(
         key,
         lambda: api.compare(
             body.model, task=body.task, instances=body.instances, include_announced=body.include_announced,
-            option=body.option, region=body.region, prices=body.prices, **body.workload(),
+            option=body.option, region=body.region, prices=body.prices, engine=body.engine, **body.workload(),
         ),
     )  # fmt: skip
+
+
+def _settings_key() -> str:
+    """The user's settings as part of a cache key: an answer made under other settings is another answer."""
+    from silica.config import config_path, load_settings
+    from silica.perf.overlay import overlay_path
+
+    stamps = []
+    for path in (config_path(), overlay_path(), load_settings().prices_path):
+        try:
+            stamps.append(f"{path}:{path.stat().st_mtime_ns}" if path is not None else "")
+        except OSError:
+            stamps.append("")
+    return json.dumps([load_settings().to_dict(), stamps])
 
 
 _FAMILY = Query(None, max_length=60, description="A chip family (hopper) or instance id prefix (p5).")
