@@ -22,11 +22,16 @@ def register(app: typer.Typer) -> None:
         output: str | None = output_option(),
         as_json: bool = typer.Option(False, "--json", help="Shorthand for --output json."),
     ) -> None:
-        """Show the price defaults that apply (environment > config file > built-in) and where each came from."""
-        from silica.config import config_path, load_settings
+        """Show the settings every plan uses (environment > config file > built-in) and where each came from.
 
-        settings = load_settings()
-        rows = [(key, value["value"], value["origin"]) for key, value in settings.to_dict().items()]
+        The table is the plan context's own (`silica.context`): what `estimate`, `compare`, `advise`,
+        `fleet`, the HTTP API and the web pages run with when no flag overrides it, overlay included.
+        """
+        from silica.config import config_path
+        from silica.context import plan_context
+
+        settings = plan_context().settings_dict()
+        rows = [(key, value["value"], value["origin"]) for key, value in settings.items()]
         listing = Listing(
             f"Settings (config file: {config_path()})",
             (Column("setting", keep=True), Column("value", lambda v: v), Column("from")),
@@ -34,5 +39,5 @@ def register(app: typer.Typer) -> None:
         )
         fmt = resolve_format(output, as_json)
         emit(
-            listing, fmt, {"config_file": str(config_path()), **settings.to_dict()} if fmt == "json" else None
+            listing, fmt, {"config_file": str(config_path()), **settings} if fmt == "json" else None
         )
