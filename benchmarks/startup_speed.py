@@ -1,0 +1,66 @@
+"""`silica compare` start-up cost against the bare import of its own dependencies, side by side.
+
+The issue's target: `silica compare` over the whole catalog, output piped (TSV), costs at most 1.5x
+the CPU of `import numpy, scipy, pydantic, typer, rich, yaml` in a fresh interpreter. Both run as
+child processes, interleaved (A, B, A, B, ...) so that a busy machine slows both alike; the CPU time
+(user + system) of each child is read from `resource.getrusage(RUSAGE_CHILDREN)`, which is steadier
+than wall time on a shared 2-core machine. Prints the medians and their ratio.
+
+    python benchmarks/startup_speed.py [--repeats 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+
+BARE = [sys.executable, "-c", "import numpy, scipy, pydantic, typer, rich, yaml"]
+COMPARE = [
+    sys.executable,
+    "-m",
+    "silica.cli",
+    "compare",
+    "llama-3.1-8b",
+    "--task",
+    "inference",
+    "--input-len",
+    "1024",
+    "--output-len",
+    "256",
+]
+
+
+# Bytecode caching as a user's Python has it: some sandboxes set PYTHONDONTWRITEBYTECODE, which would
+# charge Silica (an editable install, never byte-compiled by pip) for compiling its source every run.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def cpu_seconds(cmd: list[str]) -> float:
+    """CPU seconds (user + system) one run of `cmd` takes, its output discarded (a pipe, not a tty)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, capture_output=True, check=True, env=_ENV)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args()
+    cpu_seconds(BARE), cpu_seconds(COMPARE)  # warm the file cache and bytecode first
+    bare, compare = [], []
+    for _ in range(args.repeats):
+        bare.append(cpu_seconds(BARE))
+        compare.append(cpu_seconds(COMPARE))
+    b, c = statistics.median(bare), statistics.median(compare)
+    print(f"bare import of the dependencies: median {b * 1e3:.0f} ms CPU over {args.repeats} runs")
+    print(f"silica compare (whole catalog, piped): median {c * 1e3:.0f} ms CPU")
+    print(f"ratio: {c / b:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
