@@ -66,8 +66,12 @@ def load_located(path: Path) -> Located:
 
     text = read_text(path, "YAML file", "a YAML text file saved as UTF-8")
     try:
-        _check_shape(text, path)
-        node = yaml.compose(text, Loader=_FAST)
+        try:
+            _check_shape(text, path, _FAST)
+            node = yaml.compose(text, Loader=_FAST)
+        except yaml.YAMLError:  # say what is wrong in the pure-Python parser's words (libyaml's are terser)
+            _check_shape(text, path, yaml.SafeLoader)
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         line = mark.line + 1 if mark is not None else 1
@@ -92,12 +96,12 @@ def load_located(path: Path) -> Located:
     return Located(path, value, lines)
 
 
-def _check_shape(text: str, path: Path) -> None:
+def _check_shape(text: str, path: Path, loader: Any) -> None:
     """Refuse deep nesting and many aliases from the event stream (iterative: no recursion)."""
     from silica._files import MAX_NESTING
 
     depth = aliases = 0
-    for event in yaml.parse(text, Loader=_FAST):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_NESTING:

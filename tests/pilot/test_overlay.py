@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from tests.pilot.conftest import run
 
+from silica.context import plan_context
 from silica.plan import estimate
 from silica.workload import Deployment, InferenceWorkload
 
@@ -36,10 +37,11 @@ def test_overlay_moves_its_family_only(tmp_path: Path, monkeypatch: pytest.Monke
     # hopper at half the memory efficiency for vLLM; an sglang entry for ada that must not apply
     _write(path, [_entry("hopper", "vllm", memory_eff=0.4), _entry("ada", "sglang", memory_eff=0.3)])
     monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(path))
-    h100_after = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="vllm")
-    trt_after = estimate("llama-3.1-8b", WL, Deployment(instance="p5.48xlarge", tp=1), engine="trtllm")
-    b200_after = estimate("llama-3.1-8b", WL, Deployment(instance="p6-b200.48xlarge", tp=1), engine="vllm")
-    l40s = estimate("llama-3.1-8b", WL, Deployment(instance="g6e.xlarge"))
+    ctx = plan_context()  # the overlay reaches a plan through the context built at the edge, by name
+    h100_after = estimate("llama-3.1-8b", WL, Deployment("p5.48xlarge", tp=1), engine="vllm", context=ctx)
+    trt_after = estimate("llama-3.1-8b", WL, Deployment("p5.48xlarge", tp=1), engine="trtllm", context=ctx)
+    b200_after = estimate("llama-3.1-8b", WL, Deployment("p6-b200.48xlarge", tp=1), engine="vllm", context=ctx)
+    l40s = estimate("llama-3.1-8b", WL, Deployment(instance="g6e.xlarge"), context=ctx)
     assert h100_after.tpot_ms is not None and h100.tpot_ms is not None
     assert h100_after.tpot_ms > h100.tpot_ms * 1.3  # decode is bandwidth-bound: slower stream, slower token
     assert h100_after.calibration.endswith("user calibration overlay (vllm, test)")
