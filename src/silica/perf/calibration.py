@@ -96,38 +96,34 @@ DEFAULT_PARAMS = FamilyParams(
 )
 
 # Nearest measured family for each family without measurements of its own, and why.
-INHERITANCE: dict[str, tuple[str, str]] = {
-    "neuron-v1": (
-        "neuron-v2",
-        "Inferentia1 has no published LLM measurements; nearest Neuron core generation",
-    ),
-    "neuron-v3": (
-        "neuron-v2",
-        "same Neuron compiler and runtime stack; NeuronCore-v3 succeeds NeuronCore-v2",
-    ),
-    "neuron-v4": ("neuron-v3", "NeuronCore-v4 succeeds NeuronCore-v3 on the same software stack"),
-    "neuron-v5": ("neuron-v4", "announced only; nearest generation"),
-    "blackwell": (
-        "hopper",
-        "same CUDA / TensorRT-LLM stack; efficiencies are fractions of each chip's own peak",
-    ),
-    "volta": ("ampere", "nearest NVIDIA generation with measurements"),
-}
+def _families() -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, tuple[float, str]]]]:
+    """The inheritance rules and parameter overrides of `data/families.yaml` (data, not code).
 
-# Software facts that override an inherited parameter. The neuron-v2 measurements come from
-# transformers-neuronx (SDK 2.18), whose context encoding materialises the attention scores; the
-# Trainium2/3 inference stack ships a fused flash-attention context-encoding kernel ("Attention CTE
-# Kernel API Reference", NKI library, Neuron docs v2.30, relevant for Trn2 and Trn3), so there the
-# attention math runs at matmul efficiency as on GPUs.
-INHERITED_OVERRIDES: dict[str, dict[str, tuple[float, str]]] = {
-    family: {
-        "attention_eff": (
-            1.0,
-            "fused flash-attention context-encoding kernel (NKI library, Neuron docs v2.30)",
-        )
-    }
-    for family in ("neuron-v3", "neuron-v4", "neuron-v5")
-}
+    The neuron-v2 measurements come from transformers-neuronx (SDK 2.18), whose context encoding
+    materialises the attention scores; the Trainium2/3 inference stack ships a fused flash-attention
+    context-encoding kernel, so there the attention math runs at matmul efficiency as on GPUs: such
+    software facts are the file's `overrides`.
+    """
+    import yaml
+
+    where = "data/families.yaml"
+    raw = yaml.load(  # noqa: S506 - the safe loader (libyaml's where PyYAML has it)
+        resources.files("silica").joinpath(where).read_text(),
+        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
+    )
+    if not isinstance(raw, dict) or raw.get("schema_version") != 1:
+        raise DataFileError(f"{where}: schema_version must be 1.", "reinstall Silica.")
+    inheritance: dict[str, tuple[str, str]] = {}
+    overrides: dict[str, dict[str, tuple[float, str]]] = {}
+    for family, row in raw["families"].items():
+        inheritance[str(family)] = (str(row["inherits"]), str(row["rule"]))
+        for name, fact in (row.get("overrides") or {}).items():
+            overrides.setdefault(str(family), {})[str(name)] = (float(fact["value"]), str(fact["why"]))
+    return inheritance, overrides
+
+
+# family -> (the measured family it inherits from, the stated rule); family -> {param: (value, why)}
+INHERITANCE, INHERITED_OVERRIDES = _families()
 
 # How much wider an inherited band is than its source family's, per generation of distance.
 INHERITED_BAND_WIDENING = 1.5
