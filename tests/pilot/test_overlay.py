@@ -40,7 +40,9 @@ def test_overlay_moves_its_family_only(tmp_path: Path, monkeypatch: pytest.Monke
     ctx = plan_context()  # the overlay reaches a plan through the context built at the edge, by name
     h100_after = estimate("llama-3.1-8b", WL, Deployment("p5.48xlarge", tp=1), engine="vllm", context=ctx)
     trt_after = estimate("llama-3.1-8b", WL, Deployment("p5.48xlarge", tp=1), engine="trtllm", context=ctx)
-    b200_after = estimate("llama-3.1-8b", WL, Deployment("p6-b200.48xlarge", tp=1), engine="vllm", context=ctx)
+    b200_after = estimate(
+        "llama-3.1-8b", WL, Deployment("p6-b200.48xlarge", tp=1), engine="vllm", context=ctx
+    )
     l40s = estimate("llama-3.1-8b", WL, Deployment(instance="g6e.xlarge"), context=ctx)
     assert h100_after.tpot_ms is not None and h100.tpot_ms is not None
     assert h100_after.tpot_ms > h100.tpot_ms * 1.3  # decode is bandwidth-bound: slower stream, slower token

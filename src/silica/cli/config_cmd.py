@@ -38,6 +38,4 @@ def register(app: typer.Typer) -> None:
             rows,
         )
         fmt = resolve_format(output, as_json)
-        emit(
-            listing, fmt, {"config_file": str(config_path()), **settings} if fmt == "json" else None
-        )
+        emit(listing, fmt, {"config_file": str(config_path()), **settings} if fmt == "json" else None)

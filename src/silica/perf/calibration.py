@@ -95,7 +95,7 @@ DEFAULT_PARAMS = FamilyParams(
     moe_layer_overhead_us=20.0,
 )
 
-# Nearest measured family for each family without measurements of its own, and why.
+
 def _families() -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, tuple[float, str]]]]:
     """The inheritance rules and parameter overrides of `data/families.yaml` (data, not code).
 
@@ -107,7 +107,7 @@ def _families() -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, tuple[f
     import yaml
 
     where = "data/families.yaml"
-    raw = yaml.load(  # noqa: S506 - the safe loader (libyaml's where PyYAML has it)
+    raw = yaml.load(  # the safe loader (libyaml's where PyYAML has it)
         resources.files("silica").joinpath(where).read_text(),
         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
     )
