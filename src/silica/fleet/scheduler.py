@@ -81,7 +81,7 @@ def schedule(
     first = [-1] * n
     preempted = [0] * n
     lost = 0.0
-    queue: list[tuple[float, int, int]] = []
+    buckets: list[list[tuple[float, int, int]]] = [[] for _ in range(64)]  # by chips.bit_length()
     queued: dict[int, int] = defaultdict(int)  # chips -> queued jobs of that size
     smallest: list[int] = []  # a heap of the sizes queued (some may have left: see smallest_queued)
     heap: list[tuple[int, int, int]] = []
@@ -113,21 +113,33 @@ def schedule(
         return smallest[0]
 
     def enqueue(j: int) -> None:
-        bisect.insort(queue, (urgency[j], arrival[j], j))
+        bisect.insort(buckets[chips[j].bit_length()], (urgency[j], arrival[j], j))
         if queued[chips[j]] == 0:
             heapq.heappush(smallest, chips[j])
         queued[chips[j]] += 1
 
-    def try_start(t: int) -> None:
+    def try_start(t: int) -> list[int]:
+        """Start what fits at step t, in deadline order over every size that can fit; return each
+        pool's free chips afterwards.
+
+        The queue is kept in buckets by size (a bucket holds sizes in [2^(b-1), 2^b)), each in
+        deadline order; a pass merges only the buckets whose smallest size fits the largest free room,
+        so a nearly full fleet looks at its small jobs, not at every job waiting for a big gap.
+        """
         free = [cap[p][t] - used[p] for p in range(n_pools)]
         most = max((free[p] for p in prefer), default=0)
         least = smallest_queued()  # no queued job fits in less: stop scanning once `most` is below it
         if most < least:
-            return  # the common case of a full fleet: O(1), not a pass over a long queue
-        started: list[int] = []
-        for index, item in enumerate(queue):
-            if most < least:
-                break
+            return free  # the common case of a full fleet: O(1), not a pass over a long queue
+        merge = [(bucket[0], b, 0) for b, bucket in enumerate(buckets) if bucket and 1 << (b - 1) <= most]
+        heapq.heapify(merge)
+        started: dict[int, list[int]] = defaultdict(list)
+        while merge and most >= least:
+            item, b, i = heapq.heappop(merge)
+            if 1 << (b - 1) > most:
+                continue  # nothing in this bucket fits any more: drop it from the merge
+            if i + 1 < len(buckets[b]):
+                heapq.heappush(merge, (buckets[b][i + 1], b, i + 1))
             j = item[2]
             need = chips[j]
             if need > most:
@@ -137,7 +149,7 @@ def schedule(
                     break
             else:
                 continue
-            started.append(index)
+            started[b].append(i)
             queued[need] -= 1
             used[p] += need
             free[p] -= need
@@ -151,9 +163,15 @@ def schedule(
                 first[j] = t
             done_at = t + restart + math.ceil(remaining[j] / rate[j] - 1e-9)
             heapq.heappush(heap, (done_at, j, version[j]))
-        for index in reversed(started):
-            del queue[index]
+        for b, indices in started.items():
+            for index in reversed(indices):  # each bucket's indices were taken in increasing order
+                del buckets[b][index]
+        return free
 
+    # Free chips per pool after the last pass over the queue. A later step where no job arrived,
+    # finished or was preempted and no pool has more room than then cannot start anything that pass
+    # did not: skipping it keeps the loop linear in jobs when the room changes every step.
+    last_free: list[int] | None = None
     while True:
         t = min(
             arrival[by_arrival[ai]] if ai < n else steps,
@@ -162,6 +180,7 @@ def schedule(
         )
         if t >= steps:
             break
+        happened = False
         while heap and heap[0][0] <= t:
             _, j, ver = heapq.heappop(heap)
             if ver == version[j]:
@@ -173,9 +192,11 @@ def schedule(
                 remaining[j] = 0.0
                 finish[j] = t
                 where[j] = -1
+                happened = True
         while ai < n and arrival[by_arrival[ai]] <= t:
             enqueue(by_arrival[ai])
             ai += 1
+            happened = True
         while ci < len(changes) and changes[ci] <= t:
             ci += 1
         for p in range(n_pools):
@@ -184,8 +205,11 @@ def schedule(
                 while used[p] > cap[p][t] and victims:
                     j = victims.pop()
                     stop(j, t, keep=ckptable[j])
-        if queue:
-            try_start(t)
+                    happened = True
+        if any(buckets) and (
+            happened or last_free is None or any(cap[p][t] - used[p] > last_free[p] for p in range(n_pools))
+        ):
+            last_free = try_start(t)
         snap_steps.append(t)
         snaps.append(list(used))
 
