@@ -19,7 +19,6 @@ from silica.fleet.demand import InferenceDemand
 from silica.fleet.jobs import TrainingJob
 from silica.fleet.plan import FleetPlan, plan_fleet
 from silica.fleet.policies import POLICIES, Policy
-from silica.fleet.report import render_html, write_report
 from silica.fleet.scenario import build_fleet, make_policies
 from silica.fleet.simulate import Fleet, FleetRun, Simulation, simulate
 from silica.fleet.spec import FleetFile, load_fleet_file
@@ -40,11 +39,9 @@ __all__ = [
     "load_fleet_file",
     "make_policies",
     "plan_fleet",
-    "render_html",
     "run_sweep",
     "simulate",
     "simulate_file",
-    "write_report",
 ]
 
 
