@@ -5,24 +5,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
 from silica.cost import Ranking
-from silica.errors import InfeasibleError
+from silica.errors import InfeasibleError, InputError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration
+from silica.plan.energy import with_energy
 from silica.plan.inference_search import search_inference
 from silica.plan.targets import ranking, resolve_targets
 from silica.plan.training_search import search_training
 from silica.results import Estimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
-__all__ = ["Comparison", "compare", "estimate"]
+__all__ = ["OBJECTIVES", "Comparison", "Objective", "compare", "estimate"]
 
 Workload = InferenceWorkload | TrainingWorkload
+# What `compare` may rank by besides cost: joules per output token, carbon per 1M output tokens,
+# output tokens per second per MW of IT power (highest first). Serving only.
+Objective = Literal["cost", "energy", "carbon", "tokens-per-mw"]
+OBJECTIVES: tuple[str, ...] = ("cost", "energy", "carbon", "tokens-per-mw")
 
 
 def _model(model: ModelSpec | str | Path) -> ModelSpec:
@@ -39,11 +44,15 @@ def estimate(
     option: PurchaseOption | None = None,
     region: str | None = None,
     engine: str | None = None,
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
 ) -> Estimate:
     """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
 
     An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
     `engine`: the serving or training stack (`data/stacks.yaml`); None: the vendor's recommended one.
+    A serving estimate carries its power and energy (`plan.energy`); `pue` overrides the site's
+    default PUE and `usd_per_mwh` prices the energy.
     """
     spec = _model(model)
     chained = isinstance(workload, InferenceWorkload)  # serving chains instances as pipeline stages
@@ -61,7 +70,8 @@ def estimate(
     )
     d = deployment
     if isinstance(workload, InferenceWorkload):
-        return search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+        found = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
+        return with_energy(found, targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh)[0]
     return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
 
 
@@ -77,9 +87,11 @@ class Comparison:
     workload: dict[str, Any]
     results: tuple[Estimate, ...]
     ranking: Ranking
+    objective: str = "cost"  # what the order follows (`OBJECTIVES`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "objective": self.objective,
             "model": self.model,
             "task": self.task,
             "workload": self.workload,
@@ -90,6 +102,9 @@ class Comparison:
     @property
     def best(self) -> Estimate | None:
         """The cheapest priced option (the ranking puts it first)."""
+        if self.objective != "cost":
+            priced = [r for r in self.results if r.feasible and self.ranking.usd(r) is not None]
+            return min(priced, key=lambda r: self.ranking.usd(r) or 0.0) if priced else None
         first = self.results[0] if self.results else None
         return first if first is not None and first.feasible and first.price is not None else None
 
@@ -105,8 +120,15 @@ def compare(
     region: str | None = None,
     include_announced: bool = False,
     engine: str | None = None,
+    objective: Objective = "cost",
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
 ) -> Comparison:
-    """Consider every instance type (or the ones named), choose each one's best layout, rank them."""
+    """Consider every instance type (or the ones named), choose each one's best layout, rank them.
+
+    `objective` other than cost ranks serving options by their energy figures (`plan.energy`):
+    known figures first (best first), then options whose chip power is unknown, then infeasible ones.
+    """
     spec = _model(model)
     targets = resolve_targets(
         instances,
@@ -119,12 +141,25 @@ def compare(
         task=workload.task,
     )
     rank = ranking(workload)
-    found: Sequence[Estimate] = (
-        search_inference(spec, workload, targets, rank=rank)
-        if isinstance(workload, InferenceWorkload)
-        else search_training(spec, workload, targets)
-    )
+    if objective not in OBJECTIVES:
+        raise InputError(f"Unknown ranking objective {objective!r}.", f"pass --rank {' | '.join(OBJECTIVES)}.")
+    found: Sequence[Estimate]
+    if isinstance(workload, InferenceWorkload):
+        found = with_energy(
+            search_inference(spec, workload, targets, rank=rank),
+            targets,
+            workload.output_len,
+            region=region,
+            pue=pue,
+            usd_per_mwh=usd_per_mwh,
+        )
+    else:
+        if objective != "cost":
+            raise InputError(f"--rank {objective} ranks serving options only.", "use --task inference or --rank cost.")
+        found = search_training(spec, workload, targets)
     ranked = _with_breakeven(found, rank)
+    if objective != "cost":
+        ranked = _by_energy(ranked, objective)
     if not any(r.feasible for r in ranked):
         fix = (
             "relax the SLOs, shorten the sequences, or use a narrower --dtype."
@@ -142,6 +177,7 @@ def compare(
         workload={k: getattr(workload, k) for k in workload.__slots__ if k != "task"},
         results=tuple(ranked),
         ranking=rank,
+        objective=objective,
     )
 
 
@@ -167,3 +203,24 @@ def _with_breakeven(found: Sequence[Estimate], rank: Ranking) -> list[Estimate]:
         filled.append(replace(r, breakeven_usd_per_hour=breakeven))
     filled.sort(key=lambda r: -(r.breakeven_usd_per_hour or 0.0))
     return priced + filled + sorted(infeasible, key=lambda r: r.instance)
+
+
+def _energy_key(e: Estimate, objective: str) -> float | None:
+    """The figure `objective` ranks on, lowest first (tokens per MW negated), None when unknown."""
+    u = e.energy
+    if not e.feasible or u is None or not u.known:
+        return None
+    if objective == "energy":
+        return u.j_per_output_token
+    if objective == "carbon":
+        return u.kg_co2e_per_1m_output_tokens
+    return None if u.output_tokens_per_s_per_mw is None else -u.output_tokens_per_s_per_mw
+
+
+def _by_energy(ranked: list[Estimate], objective: str) -> list[Estimate]:
+    """Known figures best first, then feasible options whose figure is unknown, then infeasible ones
+    (each group in its cost order)."""
+    known = [r for r in ranked if _energy_key(r, objective) is not None]
+    known.sort(key=lambda r: _energy_key(r, objective) or 0.0)
+    unknown = [r for r in ranked if r.feasible and _energy_key(r, objective) is None]
+    return known + unknown + [r for r in ranked if not r.feasible]
