@@ -108,7 +108,7 @@ def render() -> tuple[str, str]:
         _line("in sample (v1)", result, by_source["v1"]),
         *[_line(name, result, scored) for name, scored in result.held_out.items()],
         "",
-        f"The power band in every estimate is the p10-p90 of measured / predicted power over the held-out",
+        "The power band in every estimate is the p10-p90 of measured / predicted power over the held-out",
         f"predictions: {low:.3f} - {high:.3f}.",
         "",
         "## Limits",
@@ -133,7 +133,9 @@ def main() -> int:
     args = parser.parse_args()
     params, doc = render()
     if args.check:
-        stale = [str(p) for p, text in ((PARAMS, params), (DOC, doc)) if p.read_text(encoding="utf-8") != text]
+        stale = [
+            str(p) for p, text in ((PARAMS, params), (DOC, doc)) if p.read_text(encoding="utf-8") != text
+        ]
         if stale:
             print("stale: " + ", ".join(stale) + "; run python scripts/energy_report.py", file=sys.stderr)
             return 1

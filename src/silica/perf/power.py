@@ -117,7 +117,9 @@ def chip_watts(tdp_w: float, params: PowerParams, busy: float) -> float:
     return tdp_w * (params.idle_share + (1.0 - params.idle_share) * busy)
 
 
-def mean_chip_watts(phases: Sequence[tuple[Mapping[str, float], float]], tdp_w: float, params: PowerParams) -> float:
+def mean_chip_watts(
+    phases: Sequence[tuple[Mapping[str, float], float]], tdp_w: float, params: PowerParams
+) -> float:
     """Time-weighted average watts over phases given as (parts_ms, seconds spent in that phase)."""
     seconds = sum(s for _, s in phases)
     if seconds <= 0.0:
@@ -156,7 +158,10 @@ def load_power() -> PowerData:
         host, facility, grid = facts["host"], facts["facility"], facts["grid_kg_co2e_per_kwh"]
         data = PowerData(
             chips=chips,
-            host_share=(float(host["share_of_accelerator_tdp"][0]), float(host["share_of_accelerator_tdp"][1])),
+            host_share=(
+                float(host["share_of_accelerator_tdp"][0]),
+                float(host["share_of_accelerator_tdp"][1]),
+            ),
             host_central=float(host["central"]),
             host_source=str(host["source"]),
             pue=float(facility["pue"]),
@@ -169,7 +174,11 @@ def load_power() -> PowerData:
         )
     except (KeyError, TypeError, ValueError, IndexError, yaml.YAMLError) as err:
         raise DataFileError(f"the bundled power data is malformed: {err!r}.", "reinstall silica.") from err
-    bad = [c.chip for c in data.chips.values() if not 0 < c.tdp_low_w <= c.tdp_high_w or math.isnan(c.tdp_low_w)]
+    bad = [
+        c.chip for c in data.chips.values() if not 0 < c.tdp_low_w <= c.tdp_high_w or math.isnan(c.tdp_low_w)
+    ]
     if bad or "default" not in data.params:
-        raise DataFileError(f"the bundled power data is inconsistent ({', '.join(bad) or 'no default'}).", "reinstall silica.")
+        raise DataFileError(
+            f"the bundled power data is inconsistent ({', '.join(bad) or 'no default'}).", "reinstall silica."
+        )
     return data

@@ -71,7 +71,9 @@ def estimate(
     d = deployment
     if isinstance(workload, InferenceWorkload):
         found = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
-        return with_energy(found, targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh)[0]
+        return with_energy(
+            found, targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh
+        )[0]
     return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
 
 
@@ -142,7 +144,9 @@ def compare(
     )
     rank = ranking(workload)
     if objective not in OBJECTIVES:
-        raise InputError(f"Unknown ranking objective {objective!r}.", f"pass --rank {' | '.join(OBJECTIVES)}.")
+        raise InputError(
+            f"Unknown ranking objective {objective!r}.", f"pass --rank {' | '.join(OBJECTIVES)}."
+        )
     found: Sequence[Estimate]
     if isinstance(workload, InferenceWorkload):
         found = with_energy(
@@ -155,7 +159,9 @@ def compare(
         )
     else:
         if objective != "cost":
-            raise InputError(f"--rank {objective} ranks serving options only.", "use --task inference or --rank cost.")
+            raise InputError(
+                f"--rank {objective} ranks serving options only.", "use --task inference or --rank cost."
+            )
         found = search_training(spec, workload, targets)
     ranked = _with_breakeven(found, rank)
     if objective != "cost":

@@ -85,7 +85,9 @@ def energy_of(
     else:
         notes.append(f"grid {grid:.3f} kgCO2e/kWh in {where} (location-based)")
     if not chip.published:
-        notes.append(f"{target.chip.name} TDP {chip.tdp_low_w:.0f}-{chip.tdp_high_w:.0f} W is a third-party estimate")
+        notes.append(
+            f"{target.chip.name} TDP {chip.tdp_low_w:.0f}-{chip.tdp_high_w:.0f} W is a third-party estimate"
+        )
     mw = 1e6
     return EnergyUse(
         known=True,
@@ -137,6 +139,8 @@ def with_energy(
     for r in results:
         target = by_instance.get(r.instance)
         if isinstance(r, InferenceEstimate) and target is not None:
-            r = replace(r, energy=energy_of(r, target, output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh))
+            r = replace(
+                r, energy=energy_of(r, target, output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh)
+            )
         out.append(r)
     return out

@@ -32,6 +32,7 @@ from silica.catalog import load_catalog, resolve_on
 from silica.catalog.schema import Catalog, Instance
 from silica.errors import SilicaError
 from silica.perf.power import PowerParams, activity, chip_watts, load_power
+from silica.results import InferenceEstimate
 
 __all__ = [
     "ASSUMED_INPUT_LEN",
@@ -99,7 +100,9 @@ def read_energy_rows(path: str | Path | None = None) -> tuple[list[EnergyRow], l
         raw = list(csv.DictReader(fh))
     groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     for r in raw:
-        groups[(r["source_ref"], r["chip"], r["chips"], r["model"], r["batch_or_concurrency"], r["output_len"])].append(r)
+        groups[
+            (r["source_ref"], r["chip"], r["chips"], r["model"], r["batch_or_concurrency"], r["output_len"])
+        ].append(r)
     rows, skipped = [], []
     for (_, chip_name, gpus, model, batch_cell, out), members in groups.items():
         metrics = {m["metric"]: float(m["value"]) for m in members}
@@ -198,11 +201,16 @@ def prepare_cases(rows: Sequence[EnergyRow]) -> tuple[list[EnergyCase], list[str
                 compute_dtype=row.dtype,  # type: ignore[arg-type]
             )
             est = estimate(
-                row.model, wl, Deployment(instance=instance, count=count, tp=row.tp, pp=1, ep=row.ep), catalog=cat
+                row.model,
+                wl,
+                Deployment(instance=instance, count=count, tp=row.tp, pp=1, ep=row.ep),
+                catalog=cat,
             )
         except SilicaError as err:
             skipped.append(f"{row.key}: {err.problem}")
             continue
+        if not isinstance(est, InferenceEstimate):  # an inference workload gives an inference estimate
+            raise TypeError(f"expected a serving estimate for {row.key}")
         if not est.feasible or not est.output_tokens_per_s or est.dp is None:
             skipped.append(f"{row.key}: {row.model} on {row.gpus} x {row.chip}: {'; '.join(est.reasons)}")
             continue
@@ -223,7 +231,9 @@ def prepare_cases(rows: Sequence[EnergyRow]) -> tuple[list[EnergyCase], list[str
 
 def predicted_gpu_watts(case: EnergyCase, params: PowerParams) -> float:
     seconds = sum(s for _, s in case.phases)
-    return sum(chip_watts(case.tdp_w, params, activity(parts, params)) * s for parts, s in case.phases) / seconds
+    return (
+        sum(chip_watts(case.tdp_w, params, activity(parts, params)) * s for parts, s in case.phases) / seconds
+    )
 
 
 def _fit_one(cases: Sequence[EnergyCase]) -> PowerParams:
