@@ -146,3 +146,18 @@ def test_energy_doc_is_current() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_training_energy_per_token_and_run() -> None:
+    from silica.results import TrainingEstimate
+    from silica.workload import TrainingWorkload
+
+    wl = TrainingWorkload(seq_len=4096, tokens=1e11)
+    r = estimate("llama-3.1-8b", wl, Deployment(instance="p5.48xlarge"), usd_per_mwh=50.0)
+    assert isinstance(r, TrainingEstimate) and r.energy is not None and r.energy.known
+    u = r.energy
+    assert u.j_per_training_token is not None and u.mwh_per_run is not None and u.pue is not None
+    # The run's facility energy is J/token x tokens x PUE.
+    assert u.mwh_per_run == pytest.approx(u.j_per_training_token * 1e11 * u.pue / 3.6e9, rel=1e-9)
+    assert u.energy_usd_per_run == pytest.approx(u.mwh_per_run * 50.0, rel=1e-9)
+    assert u.j_per_training_token_low < u.j_per_training_token < u.j_per_training_token_high  # type: ignore[operator]

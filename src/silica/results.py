@@ -66,6 +66,12 @@ class EnergyUse:
     kg_co2e_per_1m_output_tokens_high: float | None = None
     usd_per_mwh: float | None = None
     energy_usd_per_1m_output_tokens: float | None = None  # facility energy at `usd_per_mwh`
+    # Training: IT joules per training token, and the run's facility energy
+    j_per_training_token: float | None = None
+    j_per_training_token_low: float | None = None
+    j_per_training_token_high: float | None = None
+    mwh_per_run: float | None = None  # facility (x PUE)
+    energy_usd_per_run: float | None = None  # at `usd_per_mwh`
     sources: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
 

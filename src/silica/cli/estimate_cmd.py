@@ -424,6 +424,16 @@ def _energy_rows(table: Any, u: Any) -> None:
         "power / instance W",
         banded(u.instance_power_w, u.instance_power_w_low, u.instance_power_w_high, ",.0f"),
     )
+    if u.j_per_training_token is not None:
+        table.add_row(
+            "J / training token",
+            banded(u.j_per_training_token, u.j_per_training_token_low, u.j_per_training_token_high, ".4f"),
+        )
+        if u.mwh_per_run is not None:
+            table.add_row(f"MWh per run (facility, PUE {u.pue:g})", f"{u.mwh_per_run:,.1f}")
+        if u.energy_usd_per_run is not None:
+            table.add_row(f"energy USD per run at ${u.usd_per_mwh:g}/MWh", f"{u.energy_usd_per_run:,.0f}")
+        return
     table.add_row(
         "J / output token",
         banded(u.j_per_output_token, u.j_per_output_token_low, u.j_per_output_token_high, ".3f"),

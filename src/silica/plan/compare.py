@@ -74,7 +74,10 @@ def estimate(
         return with_energy(
             found, targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh
         )[0]
-    return search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+    trained = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
+    return with_energy(
+        trained, targets, tokens=workload.tokens, region=region, pue=pue, usd_per_mwh=usd_per_mwh
+    )[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +165,14 @@ def compare(
             raise InputError(
                 f"--rank {objective} ranks serving options only.", "use --task inference or --rank cost."
             )
-        found = search_training(spec, workload, targets)
+        found = with_energy(
+            search_training(spec, workload, targets),
+            targets,
+            tokens=workload.tokens,
+            region=region,
+            pue=pue,
+            usd_per_mwh=usd_per_mwh,
+        )
     ranked = _with_breakeven(found, rank)
     if objective != "cost":
         ranked = _by_energy(ranked, objective)
