@@ -46,6 +46,44 @@ def _params_line(name: str, p: PowerParams) -> str:
     return f"| {name} | {p.idle_share:.3f} | {p.compute_activity:.3f} | {p.memory_activity:.3f} |"
 
 
+def _examples() -> list[str]:
+    from silica.plan import estimate
+    from silica.results import InferenceEstimate
+    from silica.workload import Deployment, InferenceWorkload
+
+    rows = []
+    for instance in ("p5.48xlarge", "p6-b200.48xlarge", "trn2.48xlarge", "inf2.48xlarge"):
+        e = estimate("llama-3.1-70b", InferenceWorkload(input_len=1024, output_len=256), Deployment(instance))
+        u = e.energy if isinstance(e, InferenceEstimate) else None
+        if u is None or not u.known:
+            rows.append(f"| {instance} | unknown: chip power published nowhere | - | - | - |")
+            continue
+        rows.append(
+            f"| {instance} | {u.instance_power_w:,.0f} [{u.instance_power_w_low:,.0f}-{u.instance_power_w_high:,.0f}] "
+            f"| {u.j_per_output_token:.2f} [{u.j_per_output_token_low:.2f}-{u.j_per_output_token_high:.2f}] "
+            f"| {u.output_tokens_per_s_per_mw:,.0f} | {u.kg_co2e_per_1m_output_tokens:.3f} |"
+        )
+    return rows
+
+
+def _rainier() -> list[str]:
+    from silica.catalog import load_catalog
+    from silica.fleet.power import peak_of, pool_power
+    from silica.perf.power import load_power
+
+    catalog, pue = load_catalog(), load_power().pue
+    p = pool_power(catalog, "trn2.48xlarge")
+    peak, high = peak_of(catalog, [("trn2.48xlarge", 31_250)], pue)
+    per_mw = 1e6 / (p.peak_instance_w / p.chips_per_instance * pue)
+    return [
+        "Rainier as the seeds describe it (500,000 Trainium2 chips = 31,250 trn2.48xlarge; Trainium2 power a",
+        f"third-party estimate of 450-550 W): {p.peak_instance_w / 1e3:,.1f} kW per instance at peak, host included,",
+        f"{per_mw:,.0f} chips per MW of facility power, {peak:,.0f} MW for the fleet at peak (band top {high:,.0f} MW)",
+        f"at PUE {pue:g}. `silica fleet simulate examples/rainier.yaml --site-mw MW` reports MW by hour per policy",
+        "and refuses a budget below the peak in one line; `fleet plan --site-mw` does the same for the planned mix.",
+    ]
+
+
 def render() -> tuple[str, str]:
     """(power_params.json text, docs/energy.md text) from a fresh fit."""
     rows, unreadable = read_energy_rows()
@@ -110,6 +148,17 @@ def render() -> tuple[str, str]:
         "",
         "The power band in every estimate is the p10-p90 of measured / predicted power over the held-out",
         f"predictions: {low:.3f} - {high:.3f}.",
+        "",
+        "## Examples",
+        "",
+        "`silica estimate llama-3.1-70b --on INSTANCE --json` (1,024-token prompts, 256 output tokens, the",
+        "planner's best layout; bands in brackets; carbon in us-east-1 at PUE 1.135):",
+        "",
+        "| instance | W per instance | J per output token | output tok/s per MW (IT) | kgCO2e per 1M output tokens |",
+        "|---|---|---|---|---|",
+        *_examples(),
+        "",
+        *_rainier(),
         "",
         "## Limits",
         "",
