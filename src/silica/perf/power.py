@@ -93,12 +93,18 @@ class PowerData:
     params: dict[str, PowerParams]  # per chip family, and "default"
     error: tuple[float, float]  # p10/p90 of measured / predicted chip power, held out by source
     fit_note: str
+    measured_families: tuple[str, ...] = ()  # chip families with rows in the fit
 
     def params_for(self, family: str) -> tuple[PowerParams, str]:
         """The family's fitted fractions, else the pooled fit (and which one was used)."""
         if family in self.params:
             return self.params[family], f"power fitted on {family} measurements"
-        return self.params["default"], f"power: pooled NVIDIA fit ({family} has no measured energy)"
+        pooled = ", ".join(self.measured_families)
+        if family in self.measured_families:
+            return self.params["default"], f"power: one fit pooled over the measured GPU families ({pooled})"
+        return self.params[
+            "default"
+        ], f"power: no measured energy for {family}; the fit pooled over {pooled} is assumed"
 
 
 def activity(parts_ms: Mapping[str, float], params: PowerParams) -> float:
@@ -171,6 +177,7 @@ def load_power() -> PowerData:
             params={k: _params(v) for k, v in fitted["params"].items()},
             error=(float(fitted["error_p10"]), float(fitted["error_p90"])),
             fit_note=str(fitted["note"]),
+            measured_families=tuple(str(f) for f in fitted.get("measured_families", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, yaml.YAMLError) as err:
         raise DataFileError(f"the bundled power data is malformed: {err!r}.", "reinstall silica.") from err

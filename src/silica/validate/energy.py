@@ -346,6 +346,7 @@ def params_json(result: FitResult, generated_by: str) -> dict[str, Any]:
     return {
         "generated_by": generated_by,
         "params": {k: rounded(v).to_dict() for k, v in sorted(result.params.items())},
+        "measured_families": sorted({s.case.family for s in result.in_sample}),
         "error_p10": round(low, 4),
         "error_p90": round(high, 4),
         "note": (
