@@ -249,9 +249,11 @@ def compare(
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
     engine: str | None = None,
+    rank: str = "cost",
     **workload: Any,
 ) -> Result:
-    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason)."""
+    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason), or by
+    `rank` = energy | carbon | tokens-per-mw (serving)."""
     from silica.perf.calibration import load_calibration
     from silica.plan import compare as run
 
@@ -267,8 +269,9 @@ def compare(
         region=region,
         include_announced=include_announced,
         engine=engine,
+        objective=rank,  # type: ignore[arg-type]  # checked by plan.compare
     )
-    return Result(result, f"{spec.id}: {task}, ranked by cost")
+    return Result(result, f"{spec.id}: {task}, ranked by {rank}")
 
 
 def chips(family: str | None = None) -> Result:
