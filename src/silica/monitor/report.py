@@ -223,6 +223,7 @@ def _spans(
     latency = {key: _latency(sig, key, start, width, count) for key in ("ttft", "tpot")}
     util, instances, hours = _hardware(sig, start, width, count)
     running = _gauge_mean(sig.get("requests_running", []), start, width, count)
+    power = _gauge_mean(sig.get("power", []), start, width, count)  # summed over chips
     out = []
     for i in range(count):
         a = start + i * width
@@ -248,6 +249,8 @@ def _spans(
                 usd=usd,
                 usd_per_1m_output_tokens=cost.usd_per_million(usd, out_tokens),
                 requests_running=running[i],
+                chip_power_w=power[i],
+                chip_j_per_output_token=power[i] / rate if power[i] is not None and rate else None,
             )
         )
     return out
