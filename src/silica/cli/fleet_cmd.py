@@ -175,14 +175,17 @@ def _power_listing(p: Any, policy: str) -> Listing:
     """MW drawn by hour (facility), one row per hour; the peak and the budget in the title."""
     budget = "" if p.site_mw is None else f" of a {p.site_mw:g} MW site"
     notes = [
+        f"peak {p.peak_mw:,.1f} MW (band top {p.peak_mw_high:,.1f}){budget}; mean {p.mean_mw:,.1f} MW; "
+        f"{p.energy_mwh:,.0f} MWh over the horizon; facility power at PUE {p.pue:g}"
+    ]
+    notes += [
         f"{d['instance']}: {d['chips']:,} chips, {d['chips_per_mw_at_peak']:,.0f} chips per facility MW at peak, "
         f"{d['peak_kw_per_instance']:,.1f} kW per instance at peak"
         for d in p.pools
     ]
     notes += [f"assumes: {a}" for a in p.assumptions]
     return Listing(
-        f"Power ({policy}): peak {p.peak_mw:,.1f} MW (band top {p.peak_mw_high:,.1f}){budget}, mean "
-        f"{p.mean_mw:,.1f} MW, {p.energy_mwh:,.0f} MWh over the horizon, PUE {p.pue:g}",
+        f"MW by hour ({policy})",
         (
             Column("hour", lambda v: f"{v:g}", right=True, keep=True),
             Column("MW", _num, right=True, keep=True),
