@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast, get_type_hints
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
+from silica.cli._energy import checked, energy_rows, pue_option, usd_per_mwh_option
 from silica.cli._output import comparison_listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
@@ -229,8 +230,8 @@ def register(app: typer.Typer) -> None:
             help="Expert parallelism of a mixture-of-experts model (default: chosen). Serving: "
             "attention runs data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
         ),
-        pue: float | None = _pue_option(),
-        usd_per_mwh: float | None = _usd_per_mwh_option(),
+        pue: float | None = pue_option(),
+        usd_per_mwh: float | None = usd_per_mwh_option(),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -250,8 +251,8 @@ def register(app: typer.Typer) -> None:
             option=opts.purchase_option,
             region=opts.region,
             engine=opts.engine,
-            pue=_checked("--pue", pue, low=1.0),
-            usd_per_mwh=_checked("--usd-per-mwh", usd_per_mwh, low=0.0),
+            pue=checked("--pue", pue, low=1.0),
+            usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
         )
         if opts.as_json:
             print_json(result)
@@ -273,8 +274,8 @@ def register(app: typer.Typer) -> None:
         rank: str = typer.Option(
             "cost", "--rank", help="cost, energy (J/output token), carbon (kgCO2e/1M) or tokens-per-mw."
         ),
-        pue: float | None = _pue_option(),
-        usd_per_mwh: float | None = _usd_per_mwh_option(),
+        pue: float | None = pue_option(),
+        usd_per_mwh: float | None = usd_per_mwh_option(),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -293,34 +294,10 @@ def register(app: typer.Typer) -> None:
             include_announced=announced,
             engine=opts.engine,
             objective=rank.strip().lower(),  # type: ignore[arg-type]  # checked by compare
-            pue=_checked("--pue", pue, low=1.0),
-            usd_per_mwh=_checked("--usd-per-mwh", usd_per_mwh, low=0.0),
+            pue=checked("--pue", pue, low=1.0),
+            usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
         )
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
-
-
-def _pue_option() -> Any:
-    return typer.Option(None, "--pue", help="Site PUE (default 1.135, Cloud Carbon Footprint's AWS figure).")
-
-
-def _usd_per_mwh_option() -> Any:
-    return typer.Option(
-        None, "--usd-per-mwh", help="Electricity price (on-premises): energy USD per 1M tokens."
-    )
-
-
-def _checked(flag: str, value: float | None, *, low: float) -> float | None:
-    """A finite number >= `low`, or None; anything else is a one-line input error."""
-    import math
-
-    from silica.errors import InputError
-
-    if value is not None and not (math.isfinite(value) and value >= low):
-        raise InputError(
-            f"{flag} must be a finite number >= {low:g}, got {value!r}.",
-            f"pass {flag} {max(low, 1):g} or more.",
-        )
-    return value
 
 
 def _print_estimate(r: Any) -> None:
@@ -355,7 +332,7 @@ def _print_estimate(r: Any) -> None:
                 table.add_row(label, format(d[key], spec) + band)
         if d.get("mfu") is not None:
             table.add_row("MFU", f"{d['mfu']:.1%}")
-        _energy_rows(table, r.energy)
+        energy_rows(table, r.energy)
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
         for phase in r.time:
             table.add_row("time", _phase_line(phase, r.batch))
@@ -403,65 +380,3 @@ def _phase_line(p: Any, batch: int | None) -> str:
 def _band(r: Any, key: str, spec: str) -> str:
     band = r.bands.get(key)
     return "-" if band is None else f"{format(band.low, spec)}-{format(band.high, spec)}"
-
-
-def _energy_rows(table: Any, u: Any) -> None:
-    """Power, J/token, tokens per MW and carbon rows (`results.EnergyUse`), with their bands."""
-    if u is None:
-        return
-    if not u.known:
-        table.add_row("energy", f"unknown: {u.reason}")
-        return
-
-    def banded(v: float, lo: float | None, hi: float | None, spec: str) -> str:
-        return (
-            f"{format(v, spec)}  (band {format(lo, spec)} - {format(hi, spec)})"
-            if lo is not None
-            else format(v, spec)
-        )
-
-    table.add_row(
-        "power / instance W",
-        banded(u.instance_power_w, u.instance_power_w_low, u.instance_power_w_high, ",.0f"),
-    )
-    if u.j_per_training_token is not None:
-        table.add_row(
-            "J / training token",
-            banded(u.j_per_training_token, u.j_per_training_token_low, u.j_per_training_token_high, ".4f"),
-        )
-        if u.mwh_per_run is not None:
-            table.add_row(f"MWh per run (facility, PUE {u.pue:g})", f"{u.mwh_per_run:,.1f}")
-        if u.energy_usd_per_run is not None:
-            table.add_row(f"energy USD per run at ${u.usd_per_mwh:g}/MWh", f"{u.energy_usd_per_run:,.0f}")
-        return
-    table.add_row(
-        "J / output token",
-        banded(u.j_per_output_token, u.j_per_output_token_low, u.j_per_output_token_high, ".3f"),
-    )
-    table.add_row(
-        "output tok/s per MW (IT)",
-        banded(
-            u.output_tokens_per_s_per_mw,
-            u.output_tokens_per_s_per_mw_low,
-            u.output_tokens_per_s_per_mw_high,
-            ",.0f",
-        ),
-    )
-    table.add_row(
-        f"output tok/s per MW (facility, PUE {u.pue:g})", f"{u.output_tokens_per_s_per_facility_mw:,.0f}"
-    )
-    if u.kg_co2e_per_1m_output_tokens is not None:
-        table.add_row(
-            f"kgCO2e / 1M output tokens ({u.region})",
-            banded(
-                u.kg_co2e_per_1m_output_tokens,
-                u.kg_co2e_per_1m_output_tokens_low,
-                u.kg_co2e_per_1m_output_tokens_high,
-                ".3f",
-            ),
-        )
-    if u.energy_usd_per_1m_output_tokens is not None:
-        table.add_row(
-            f"energy USD / 1M output tokens at ${u.usd_per_mwh:g}/MWh",
-            f"{u.energy_usd_per_1m_output_tokens:.4f}",
-        )

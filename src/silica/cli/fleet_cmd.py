@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from silica.cli._common import command_line, console, handle_errors, print_json, progress
+from silica.cli._energy import pue_option
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _sweep_listing(res: SweepResult) -> Listing:
 _SITE_MW = typer.Option(
     None, "--site-mw", help="Site power budget in MW (facility power, PUE included): refuse a fleet over it."
 )
-_PUE = typer.Option(None, "--pue", help="Site PUE (default 1.135, Cloud Carbon Footprint's AWS figure).")
+_PUE = pue_option()
 
 
 def _site_check(fleet_file: Path, site_mw: float | None, pue: float | None) -> Any:
