@@ -245,9 +245,11 @@ def compare(
     prices: Mapping[str, float] | None = None,
     engine: str | None = None,
     systems: str | Path | None = None,
+    rank: str = "cost",
     **workload: Any,
 ) -> Result:
-    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason).
+    """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason), or by
+    `rank` = energy | carbon | tokens-per-mw (serving).
 
     Unset option, region and prices come from the user's settings, as for `estimate`."""
     from silica.plan import compare as run
@@ -260,8 +262,9 @@ def compare(
         instances=list(instances) if instances else None,
         include_announced=include_announced,
         context=_context(prices, option, region, engine, systems),
+        objective=rank,  # type: ignore[arg-type]  # checked by plan.compare
     )
-    return Result(result, f"{spec.id}: {task}, ranked by cost")
+    return Result(result, f"{spec.id}: {task}, ranked by {rank}")
 
 
 def chips(family: str | None = None) -> Result:

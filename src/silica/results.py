@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "Band",
+    "EnergyUse",
     "Estimate",
     "EstimateBase",
     "InferenceEstimate",
@@ -32,6 +33,47 @@ class Band:
 
     low: float
     high: float
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyUse:
+    """Power and energy of a deployment (`plan.energy`): figures with their [low, high] band.
+
+    `known` is False where the chip's power is published nowhere: then every figure is None and
+    `reason` says so. A band spans the chip's TDP range (a third-party estimate), the host-overhead
+    rule's range, the power model's held-out error and the throughput band.
+    """
+
+    known: bool
+    reason: str = ""
+    chip_power_w: float | None = None  # average per chip while serving
+    tdp_w: tuple[float, float] | None = None  # per chip, [low, high]
+    instance_power_w: float | None = None  # average per instance, IT power (chips + host)
+    instance_power_w_low: float | None = None
+    instance_power_w_high: float | None = None
+    j_per_output_token: float | None = None  # IT energy
+    j_per_output_token_low: float | None = None
+    j_per_output_token_high: float | None = None
+    output_tokens_per_s_per_mw: float | None = None  # per MW of IT power
+    output_tokens_per_s_per_mw_low: float | None = None
+    output_tokens_per_s_per_mw_high: float | None = None
+    output_tokens_per_s_per_facility_mw: float | None = None  # per MW drawn by the site (x PUE)
+    pue: float | None = None
+    region: str = ""
+    grid_kg_co2e_per_kwh: float | None = None
+    kg_co2e_per_1m_output_tokens: float | None = None
+    kg_co2e_per_1m_output_tokens_low: float | None = None
+    kg_co2e_per_1m_output_tokens_high: float | None = None
+    usd_per_mwh: float | None = None
+    energy_usd_per_1m_output_tokens: float | None = None  # facility energy at `usd_per_mwh`
+    # Training: IT joules per training token, and the run's facility energy
+    j_per_training_token: float | None = None
+    j_per_training_token_low: float | None = None
+    j_per_training_token_high: float | None = None
+    mwh_per_run: float | None = None  # facility (x PUE)
+    energy_usd_per_run: float | None = None  # at `usd_per_mwh`
+    sources: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +137,7 @@ class EstimateBase:
     ep: int | None = None  # expert-parallel degree (mixture-of-experts models; None for dense)
     # The effective settings the plan ran with (`silica.context`): {name: {value, origin}}.
     settings: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    energy: EnergyUse | None = None  # power, joules per token, tokens per MW, carbon (`plan.energy`)
 
     @property
     def task(self) -> str:
@@ -106,6 +149,9 @@ class EstimateBase:
         out["reasons"] = list(self.reasons)
         out["assumptions"] = list(self.assumptions)
         out["time"] = list(out["time"])
+        if out.get("energy") is not None:
+            out["energy"]["sources"] = list(self.energy.sources) if self.energy else []
+            out["energy"]["assumptions"] = list(self.energy.assumptions) if self.energy else []
         bands = out.pop("bands")
         for name in self.BANDED:
             band = bands.get(name)

@@ -18,7 +18,7 @@ from silica.advise.claims import (
 from silica.catalog import get_chip, load_catalog, price_for
 from silica.errors import UnknownNameError
 
-ISSUE_CLAIMS = {  # the twelve claims of issue 5, by a phrase each contains
+ISSUE_CLAIMS = {  # the twelve claims of issue 5 and the four of issue 28, by a phrase each contains
     "trn2-half-of-h100": "about half as much as comparable H100",
     "trn2-30-40-better-than-p5": "30-40% better price-performance than P5",
     "trn-54-lower-than-a100": "54% lower cost per token than A100",
@@ -31,6 +31,11 @@ ISSUE_CLAIMS = {  # the twelve claims of issue 5, by a phrase each contains
     "trn3-40-60-less-than-blackwell": "40-60% less than Blackwell",
     "trn3-customers-50-percent": "50% lower training and inference costs on Trainium3",
     "h100-3-to-4-per-gpu-hour": "$3-4 per GPU-hour",
+    # the energy claims of issue 28
+    "trn3-5x-tokens-per-mw": "5x more output tokens per megawatt",
+    "trn3-4x-energy-efficiency": "4x greater energy efficiency",
+    "trn3-40-percent-energy-efficiency": "40% better energy efficiency than Trainium2",
+    "inf2-50-percent-perf-per-watt": "50% better performance/watt",
 }
 
 
@@ -117,7 +122,7 @@ def test_selecting_claims_and_unknown_ids() -> None:
 
 def test_claims_file_loads_with_sources() -> None:
     data = load_claims()
-    assert len(data.claims) == 12
+    assert len(data.claims) == len(ISSUE_CLAIMS)
     assert all(c.where.strip() for c in data.claims)
 
 

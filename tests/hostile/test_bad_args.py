@@ -476,8 +476,27 @@ for opt, v in [
     ("--policy", "statik"),
     ("--price", "p4d.24xlarge=-1"),
     ("--price", "p4d.24xlarge"),
+    ("--site-mw", "0"),
+    ("--site-mw", "-1"),
+    ("--site-mw", "nan"),
+    ("--pue", "0.5"),
 ]:
     case(f"fleet-plan/{opt[2:]}={v}", [*P, opt, v])
+for opt, v in [("--site-mw", "0"), ("--site-mw", "inf"), ("--site-mw", "0.000001"), ("--pue", "nan")]:
+    case(f"fleet-simulate/{opt[2:]}={v}", [*F, opt, v])
+# --- energy options of estimate and compare (issue 28) ----------------------------------------------
+for opt, v in [
+    ("--pue", "0"),
+    ("--pue", "0.9"),
+    ("--pue", "nan"),
+    ("--usd-per-mwh", "-1"),
+    ("--usd-per-mwh", "inf"),
+]:
+    case(f"estimate/{opt[2:]}={v}", [*E, opt, v])
+for v in ["speed", "", "Energy2"]:
+    case(
+        f"compare/rank={v or 'empty'}", ["compare", "llama-3.1-8b", "--instance", "p5.48xlarge", "--rank", v]
+    )
 S = ["fleet", "sweep", "fleet.yaml", "--no-store"]
 for opt, v in [
     ("--workers", "0"),

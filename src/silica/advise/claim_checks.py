@@ -25,6 +25,7 @@ from silica.advise.claim_context import (
     result,
     summary,
 )
+from silica.advise.claim_energy import energy_generation, perf_per_watt
 from silica.advise.claim_specs import (
     generation_throughput_latency,
     generation_training,
@@ -328,6 +329,8 @@ CHECKS: dict[str, Callable[[ClaimSpec, Context], ClaimResult]] = {
         trn3_vs_blackwell,
         unpriced_vs_best_gpu,
         per_gpu_price,
+        energy_generation,
+        perf_per_watt,
     )
 }
 

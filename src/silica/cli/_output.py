@@ -230,6 +230,22 @@ def comparison_listing(c: Any) -> Listing:
             (Column("$/h", money2, right=True, drop=3), lambda r: r.usd_per_hour),
             (Column("$/1M out", _num(",.3f"), right=True, keep=True), lambda r: r.usd_per_1m_output_tokens),
         ]
+    if not training:
+        # Energy (`plan.energy`): blank where the chip's power is unknown.
+        def energy(name: str) -> Callable[[Any], Any]:
+            return lambda r: getattr(r.energy, name) if r.energy is not None and r.energy.known else None
+
+        ranked = getattr(c, "objective", "cost")
+
+        def col(name: str, fmt: Callable[[Any], str], objective: str) -> Column:
+            mine = ranked == objective  # the ranked figure is never hidden
+            return Column(name, fmt, right=True, keep=mine, drop=0 if mine else 3)
+
+        metrics += [
+            (col("J/tok", _num(".3f"), "energy"), energy("j_per_output_token")),
+            (col("tok/s/MW", money0, "tokens-per-mw"), energy("output_tokens_per_s_per_mw")),
+            (col("kgCO2e/1M", _num(".3f"), "carbon"), energy("kg_co2e_per_1m_output_tokens")),
+        ]
     if loaded:
         metrics += [
             (Column("instances", right=True, keep=True), lambda r: r.instances_for_load),
@@ -262,6 +278,14 @@ def comparison_listing(c: Any) -> Listing:
         notes.append(f"Prices: {option}, {region}, as of {as_of}.")
     elif mixed:
         notes.append("Prices come from more than one region, option or date: see the price basis column.")
+    objective = getattr(c, "objective", "cost")
+    if objective != "cost":
+        order = {
+            "energy": "joules per output token (IT power)",
+            "carbon": "kgCO2e per 1M output tokens",
+            "tokens-per-mw": "output tokens/s per MW of IT power",
+        }.get(objective, objective)
+        notes.append("Energy: unknown where the chip's power is published nowhere (ranked after known ones).")
     return Listing(
         title=f"{c.model}: {c.task}, every instance type ranked by {order}",
         columns=[*head, *(col for col, _ in metrics), *tail],

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast, get_type_hints
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
+from silica.cli._energy import checked, energy_rows, pue_option, usd_per_mwh_option
 from silica.cli._output import comparison_listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
@@ -225,6 +226,8 @@ def register(app: typer.Typer) -> None:
             help="Expert parallelism of a mixture-of-experts model (default: chosen). Serving: "
             "attention runs data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
         ),
+        pue: float | None = pue_option(),
+        usd_per_mwh: float | None = usd_per_mwh_option(),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -242,6 +245,8 @@ def register(app: typer.Typer) -> None:
             Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
             catalog=placement.catalog,
             context=context,
+            pue=checked("--pue", pue, low=1.0),
+            usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
         )
         if opts.as_json:
             print_json(result)
@@ -260,14 +265,28 @@ def register(app: typer.Typer) -> None:
             False, "--include-announced", help="Also rank announced, unreleased chips."
         ),
         output: str | None = output_option(),
+        rank: str = typer.Option(
+            "cost", "--rank", help="cost, energy (J/output token), carbon (kgCO2e/1M) or tokens-per-mw."
+        ),
+        pue: float | None = pue_option(),
+        usd_per_mwh: float | None = usd_per_mwh_option(),
         *,
         opts: PlanOptions,
     ) -> None:
-        """Rank every instance type for a model and workload by cost; infeasible ones keep their reason."""
+        """Rank every instance type for a model and workload by cost (or energy); infeasible ones keep their reason."""
         from silica.plan import compare as run
 
         wl = opts.workload()
-        result = run(model, wl, instances=instances, include_announced=announced, context=opts.context())
+        result = run(
+            model,
+            wl,
+            instances=instances,
+            include_announced=announced,
+            context=opts.context(),
+            objective=rank.strip().lower(),  # type: ignore[arg-type]  # checked by compare
+            pue=checked("--pue", pue, low=1.0),
+            usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
+        )
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
 
@@ -303,6 +322,7 @@ def _print_estimate(r: Any) -> None:
                 table.add_row(label, format(d[key], spec) + band)
         if d.get("mfu") is not None:
             table.add_row("MFU", f"{d['mfu']:.1%}")
+        energy_rows(table, r.energy)
         table.add_row("memory / unit GiB", ", ".join(f"{k} {v:.1f}" for k, v in r.memory_gib.items()))
         for phase in r.time:
             table.add_row("time", _phase_line(phase, r.batch))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from silica.cli._common import command_line, console, handle_errors, print_json, progress
+from silica.cli._energy import pue_option
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 if TYPE_CHECKING:
@@ -150,6 +151,51 @@ def _sweep_listing(res: SweepResult) -> Listing:
     )
 
 
+_SITE_MW = typer.Option(
+    None, "--site-mw", help="Site power budget in MW (facility power, PUE included): refuse a fleet over it."
+)
+_PUE = pue_option()
+
+
+def _site_check(fleet_file: Path, site_mw: float | None, pue: float | None) -> Any:
+    """Check the budget against the file's own pools before any simulation (one line if over), and
+    return how to compute the simulation's power picture."""
+    from silica.catalog import load_catalog
+    from silica.fleet import load_fleet_file
+    from silica.fleet.power import check_site_mw, refuse_over_budget, simulation_power
+
+    budget, site_pue = check_site_mw(site_mw, pue)
+    catalog = load_catalog()
+    ff = load_fleet_file(fleet_file)
+    if budget is not None:
+        refuse_over_budget(catalog, [(p.instance, p.count) for p in ff.spec.pools], budget, site_pue)
+    return lambda sim: simulation_power(catalog, sim, pue=site_pue, site_mw=budget)
+
+
+def _power_listing(p: Any, policy: str) -> Listing:
+    """MW drawn by hour (facility), one row per hour; the peak and the budget in the title."""
+    budget = "" if p.site_mw is None else f" of a {p.site_mw:g} MW site"
+    notes = [
+        f"peak {p.peak_mw:,.1f} MW (band top {p.peak_mw_high:,.1f}){budget}; mean {p.mean_mw:,.1f} MW; "
+        f"{p.energy_mwh:,.0f} MWh over the horizon; facility power at PUE {p.pue:g}"
+    ]
+    notes += [
+        f"{d['instance']}: {d['chips']:,} chips, {d['chips_per_mw_at_peak']:,.0f} chips per facility MW at peak, "
+        f"{d['peak_kw_per_instance']:,.1f} kW per instance at peak"
+        for d in p.pools
+    ]
+    notes += [f"assumes: {a}" for a in p.assumptions]
+    return Listing(
+        f"MW by hour ({policy})",
+        (
+            Column("hour", lambda v: f"{v:g}", right=True, keep=True),
+            Column("MW", _num, right=True, keep=True),
+        ),
+        [[h, mw] for h, mw in zip(p.hours, p.mw_by_hour, strict=True)],
+        notes,
+    )
+
+
 def register(app: typer.Typer) -> None:
     fleet_app = typer.Typer(
         name="fleet",
@@ -171,6 +217,8 @@ def register(app: typer.Typer) -> None:
         html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
         series: bool = typer.Option(False, "--series", help="Include time series in the JSON."),
         output: str | None = output_option(),
+        site_mw: float | None = _SITE_MW,
+        pue: float | None = _PUE,
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
         from silica._files import check_output
@@ -181,16 +229,25 @@ def register(app: typer.Typer) -> None:
 
         if html is not None:  # before the simulation: never over the fleet file
             check_output(html, inputs=(fleet_file,), option="--html")
+        power = None
+        if site_mw is not None or pue is not None:
+            power = _site_check(fleet_file, site_mw, pue)
         with progress(f"simulating {fleet_file.name}", not as_json):
             sim = simulate_file(fleet_file, policy or None, catalog=plan_context().catalog)
+        by_policy = power(sim) if power else None
         if html is not None:
             bases = "; ".join(sorted({p["price_basis"] for p in sim.fleet["pools"]})) or "none"
             write_fleet_report(sim, html, Meta(command_line(), bases))
         fmt = resolve_format(output, as_json)
         if fmt == "json":
-            print_json(sim.to_dict(series=series))
+            body = sim.to_dict(series=series)
+            if by_policy is not None:
+                body["power"] = {name: p.to_dict() for name, p in by_policy.items()}
+            print_json(body)
             return
         emit(_simulation_listing(sim, _peak_note(fleet_file, sim), raw=fmt != "table"), fmt)
+        for name, p in (by_policy or {}).items():
+            emit(_power_listing(p, name), fmt)
         if fmt != "table":  # TSV/CSV carry no notes: warnings still reach the user, on stderr
             for warning in sim.warnings:
                 sys.stderr.write(f"warning: {warning}\n")
@@ -226,6 +283,8 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = _JSON,
         output: str | None = output_option(),
+        site_mw: float | None = _SITE_MW,
+        pue: float | None = _PUE,
     ) -> None:
         """Choose the cheapest fleet mix meeting the SLO-attainment target and every training deadline."""
         from silica.context import plan_context
@@ -239,18 +298,33 @@ def register(app: typer.Typer) -> None:
                 f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
             )
         catalog = plan_context(price=price or None).catalog  # --price over the user's price settings
+        if site_mw is not None or pue is not None:
+            _site_check(fleet_file, site_mw, pue)
         # Given but empty (`--instance ""`) stays an empty list, which plan_fleet refuses; absent is all.
         names = [n.strip() for v in instances for n in v.split(",") if n.strip()] if instances else None
+        ff = load_fleet_file(fleet_file)
         with progress(f"planning {fleet_file.name}", not as_json):
             plan = plan_fleet(
-                load_fleet_file(fleet_file),
+                ff,
                 instances=names,
                 target=target,
                 policy=policy,
                 catalog=catalog,
                 max_instances=max_instances,
             )
-        emit(_plan_listing(plan), resolve_format(output, as_json), plan)
+        if site_mw is None and pue is None:
+            emit(_plan_listing(plan), resolve_format(output, as_json), plan)
+            return
+        from silica.fleet.power import check_site_mw, plan_power
+
+        budget, site_pue = check_site_mw(site_mw, pue)
+        power = plan_power(ff, plan, catalog, pue=site_pue, site_mw=budget)
+        fmt = resolve_format(output, as_json)
+        if fmt == "json":
+            print_json({**plan.to_dict(), "power": power.to_dict()})
+            return
+        emit(_plan_listing(plan), fmt)
+        emit(_power_listing(power, plan.policy), fmt)
 
     @fleet_app.command(
         "sweep",

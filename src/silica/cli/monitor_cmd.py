@@ -269,6 +269,18 @@ def _print(result: Any) -> None:
             out.print(f"drift: {drift.describe()}")
         for line in (*d.gaps, *d.missing):
             out.print(f"gap: {line}")
+        measured = d.overall.chip_j_per_output_token
+        if measured is not None:
+            planned = d.plan.chip_j_per_output_token
+            versus = (
+                f" vs plan {planned:.3f} (chips only)"
+                if planned is not None
+                else " (the plan has no energy figure)"
+            )
+            out.print(
+                f"energy: {d.name} {measured:.3f} J per output token measured (chip power "
+                f"{d.overall.chip_power_w:,.0f} W / {d.overall.output_tokens_per_s:,.0f} tokens/s){versus}"
+            )
     for a in result.advice:
         out.print(f"advice ({a.kind}): {a.text}")
     for note in result.notes:

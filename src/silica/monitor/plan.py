@@ -44,6 +44,9 @@ class Planned:
     tpot_slo_ms: float | None
     usd_per_1m_output_tokens: float | None
     source: str  # the file and the kind of result it was
+    # Chip-only joules per output token the plan predicts (`plan.energy`: average chip power x chips /
+    # output tokens/s), comparable with GPU power telemetry; None where the plan has no energy figure.
+    chip_j_per_output_token: float | None = None
 
     @property
     def tokens_per_s_per_instance(self) -> float | None:
@@ -125,7 +128,19 @@ def _from_estimate(e: dict[str, Any], path: Path, name: str, kind: str, slo: dic
         tpot_slo_ms=_num(slo, "tpot_slo_ms"),
         usd_per_1m_output_tokens=_num(e, "usd_per_1m_output_tokens"),
         source=f"{path} ({kind})",
+        chip_j_per_output_token=_chip_joules(e),
     )
+
+
+def _chip_joules(e: dict[str, Any]) -> float | None:
+    """Chip power x chips / output tokens/s of an estimate with known energy (None otherwise)."""
+    energy = e.get("energy")
+    if not isinstance(energy, dict) or energy.get("known") is not True:
+        return None
+    watts, chips, rate = _num(energy, "chip_power_w"), e.get("chips"), _num(e, "output_tokens_per_s")
+    if watts is None or not isinstance(chips, int) or not rate:
+        return None
+    return watts * chips / rate
 
 
 def _from_compare(data: dict[str, Any], path: Path, name: str | None) -> Planned:

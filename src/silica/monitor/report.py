@@ -223,6 +223,7 @@ def _spans(
     latency = {key: _latency(sig, key, start, width, count) for key in ("ttft", "tpot")}
     util, instances, hours = _hardware(sig, start, width, count)
     running = _gauge_mean(sig.get("requests_running", []), start, width, count)
+    power = _gauge_mean(sig.get("power", []), start, width, count)  # summed over chips
     out = []
     for i in range(count):
         a = start + i * width
@@ -233,6 +234,7 @@ def _spans(
         prompt_rate = prompt_tokens[i] / _extent(prompt, a, b) if prompt and _extent(prompt, a, b) else None
         inst_hours = hours[i] if hours is not None else (plan.count * extent / 3600.0 if extent else None)
         usd = cost.usd(plan.usd_per_instance_hour, inst_hours)
+        watts = power[i]
         out.append(
             Span(
                 start=a,
@@ -248,6 +250,8 @@ def _spans(
                 usd=usd,
                 usd_per_1m_output_tokens=cost.usd_per_million(usd, out_tokens),
                 requests_running=running[i],
+                chip_power_w=watts,
+                chip_j_per_output_token=watts / rate if watts is not None and rate else None,
             )
         )
     return out

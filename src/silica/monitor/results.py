@@ -43,6 +43,8 @@ class Span:
     usd: float | None
     usd_per_1m_output_tokens: float | None
     requests_running: float | None
+    chip_power_w: float | None = None  # summed over the deployment's chips (DCGM board power)
+    chip_j_per_output_token: float | None = None  # chip power / delivered output tokens/s
 
 
 @dataclass(frozen=True, slots=True)

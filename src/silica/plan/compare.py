@@ -5,25 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from silica import cost
 from silica.catalog.schema import Catalog, PurchaseOption
 from silica.context import PlanContext
 from silica.cost import Ranking
-from silica.errors import InfeasibleError
+from silica.errors import InfeasibleError, InputError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration
+from silica.plan.energy import with_energy
 from silica.plan.inference_search import search_inference
 from silica.plan.targets import ranking, resolve_targets
 from silica.plan.training_search import search_training
 from silica.results import Estimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
-__all__ = ["Comparison", "compare", "estimate"]
+__all__ = ["OBJECTIVES", "Comparison", "Objective", "compare", "estimate"]
 
 Workload = InferenceWorkload | TrainingWorkload
+# What `compare` may rank by besides cost: joules per output token, carbon per 1M output tokens,
+# output tokens per second per MW of IT power (highest first). Serving only.
+Objective = Literal["cost", "energy", "carbon", "tokens-per-mw"]
+OBJECTIVES: tuple[str, ...] = ("cost", "energy", "carbon", "tokens-per-mw")
 
 
 def _model(model: ModelSpec | str | Path) -> ModelSpec:
@@ -41,6 +46,8 @@ def estimate(
     region: str | None = None,
     engine: str | None = None,
     context: PlanContext | None = None,
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
 ) -> Estimate:
     """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
 
@@ -49,6 +56,9 @@ def estimate(
     `context`: the user's settings resolved once at the edge (`silica.context.plan_context`); its
     catalog, calibration, option, region and engine apply where the keyword is not given, and the
     result records its settings. Without one, only the bundled data is used.
+
+    A serving estimate carries its power and energy (`plan.energy`); `pue` overrides the site's
+    default PUE and `usd_per_mwh` prices the energy.
     """
     if context is not None:
         catalog, calibration = catalog or context.catalog, calibration or context.calibration
@@ -70,9 +80,15 @@ def estimate(
     d = deployment
     found: Estimate
     if isinstance(workload, InferenceWorkload):
-        found = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+        served = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
+        found = with_energy(
+            served[:1], targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh
+        )[0]
     else:
-        found = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)[0]
+        trained = search_training(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
+        found = with_energy(
+            trained[:1], targets, tokens=workload.tokens, region=region, pue=pue, usd_per_mwh=usd_per_mwh
+        )[0]
     return found if context is None else replace(found, settings=context.settings_dict())
 
 
@@ -89,9 +105,11 @@ class Comparison:
     results: tuple[Estimate, ...]
     ranking: Ranking
     settings: dict[str, dict[str, str | None]] = field(default_factory=dict)  # see `silica.context`
+    objective: str = "cost"  # what the order follows (`OBJECTIVES`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "objective": self.objective,
             "model": self.model,
             "task": self.task,
             "workload": self.workload,
@@ -103,6 +121,9 @@ class Comparison:
     @property
     def best(self) -> Estimate | None:
         """The cheapest priced option (the ranking puts it first)."""
+        if self.objective != "cost":
+            priced = [r for r in self.results if r.feasible and self.ranking.usd(r) is not None]
+            return min(priced, key=lambda r: self.ranking.usd(r) or 0.0) if priced else None
         first = self.results[0] if self.results else None
         return first if first is not None and first.feasible and first.price is not None else None
 
@@ -118,10 +139,15 @@ def compare(
     region: str | None = None,
     include_announced: bool = False,
     engine: str | None = None,
+    objective: Objective = "cost",
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
     context: PlanContext | None = None,
 ) -> Comparison:
     """Consider every instance type (or the ones named), choose each one's best layout, rank them.
 
+    `objective` other than cost ranks serving options by their energy figures (`plan.energy`):
+    known figures first (best first), then options whose chip power is unknown, then infeasible ones.
     `context` as for `estimate`: the user's settings, resolved once at the edge and recorded.
     """
     if context is not None:
@@ -139,12 +165,36 @@ def compare(
         task=workload.task,
     )
     rank = ranking(workload)
-    found: Sequence[Estimate] = (
-        search_inference(spec, workload, targets, rank=rank)
-        if isinstance(workload, InferenceWorkload)
-        else search_training(spec, workload, targets)
-    )
+    if objective not in OBJECTIVES:
+        raise InputError(
+            f"Unknown ranking objective {objective!r}.", f"pass --rank {' | '.join(OBJECTIVES)}."
+        )
+    found: Sequence[Estimate]
+    if isinstance(workload, InferenceWorkload):
+        found = with_energy(
+            search_inference(spec, workload, targets, rank=rank),
+            targets,
+            workload.output_len,
+            region=region,
+            pue=pue,
+            usd_per_mwh=usd_per_mwh,
+        )
+    else:
+        if objective != "cost":
+            raise InputError(
+                f"--rank {objective} ranks serving options only.", "use --task inference or --rank cost."
+            )
+        found = with_energy(
+            search_training(spec, workload, targets),
+            targets,
+            tokens=workload.tokens,
+            region=region,
+            pue=pue,
+            usd_per_mwh=usd_per_mwh,
+        )
     ranked = _with_breakeven(found, rank)
+    if objective != "cost":
+        ranked = _by_energy(ranked, objective)
     if not any(r.feasible for r in ranked):
         fix = (
             "relax the SLOs, shorten the sequences, or use a narrower --dtype."
@@ -163,6 +213,7 @@ def compare(
         results=tuple(ranked),
         ranking=rank,
         settings=context.settings_dict() if context is not None else {},
+        objective=objective,
     )
 
 
@@ -188,3 +239,24 @@ def _with_breakeven(found: Sequence[Estimate], rank: Ranking) -> list[Estimate]:
         filled.append(replace(r, breakeven_usd_per_hour=breakeven))
     filled.sort(key=lambda r: -(r.breakeven_usd_per_hour or 0.0))
     return priced + filled + sorted(infeasible, key=lambda r: r.instance)
+
+
+def _energy_key(e: Estimate, objective: str) -> float | None:
+    """The figure `objective` ranks on, lowest first (tokens per MW negated), None when unknown."""
+    u = e.energy
+    if not e.feasible or u is None or not u.known:
+        return None
+    if objective == "energy":
+        return u.j_per_output_token
+    if objective == "carbon":
+        return u.kg_co2e_per_1m_output_tokens
+    return None if u.output_tokens_per_s_per_mw is None else -u.output_tokens_per_s_per_mw
+
+
+def _by_energy(ranked: list[Estimate], objective: str) -> list[Estimate]:
+    """Known figures best first, then feasible options whose figure is unknown, then infeasible ones
+    (each group in its cost order)."""
+    known = [r for r in ranked if _energy_key(r, objective) is not None]
+    known.sort(key=lambda r: _energy_key(r, objective) or 0.0)
+    unknown = [r for r in ranked if r.feasible and _energy_key(r, objective) is None]
+    return known + unknown + [r for r in ranked if not r.feasible]
