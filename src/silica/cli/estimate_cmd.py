@@ -266,6 +266,12 @@ def register(app: typer.Typer) -> None:
             False, "--include-announced", help="Also rank announced, unreleased chips."
         ),
         output: str | None = output_option(),
+        ttft_p90_ms: float | None = typer.Option(
+            None, "--ttft-p90-ms", help="p90 TTFT target: also size each instance type by simulation (with --rate)."
+        ),
+        tbt_p99_ms: float | None = typer.Option(
+            None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
+        ),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -284,6 +290,14 @@ def register(app: typer.Typer) -> None:
             include_announced=announced,
             engine=opts.engine,
         )
+        if ttft_p90_ms is not None or tbt_p99_ms is not None:
+            from silica.cli.simulate_cmd import compare_by_slo
+
+            where = {"calibration": opts.load_calibration(), "option": opts.purchase_option}
+            where |= {"catalog": opts.catalog(), "region": opts.region, "engine": opts.engine}
+            compare_by_slo(result, rate=opts.rate, ttft_p90_ms=ttft_p90_ms, tbt_p99_ms=tbt_p99_ms,
+                           output=output, as_json=opts.as_json, **where)
+            return
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
 

@@ -139,3 +139,78 @@ def _print(r: Any) -> None:
     )
     if r.goodput_req_s is not None:
         out.print(f"goodput (met every SLO): {r.goodput_req_s:.2f} req/s")
+
+
+def compare_by_slo(
+    comparison: Any,
+    *,
+    rate: float | None,
+    ttft_p90_ms: float | None,
+    tbt_p99_ms: float | None,
+    output: str | None,
+    as_json: bool,
+    **where: Any,
+) -> None:
+    """`compare ... --ttft-p90-ms X --tbt-p99-ms Y`: size each instance type by simulation and print
+    that ranking after (JSON: beside) the average-based one. `where`: catalog, calibration, option,
+    region, engine, as the comparison used them."""
+    from silica.cli._output import comparison_listing, emit, resolve_format
+    from silica.errors import InputError
+    from silica.simulate.sizing import size_to_slo
+
+    if rate is None or ttft_p90_ms is None or tbt_p99_ms is None:
+        raise InputError(
+            "Tail-latency sizing needs a request rate and both targets.",
+            "pass --rate with --ttft-p90-ms and --tbt-p99-ms.",
+        )
+    sized = size_to_slo(comparison, rate=rate, ttft_p90_ms=ttft_p90_ms, tbt_p99_ms=tbt_p99_ms, **where)
+    fmt = resolve_format(output, as_json)
+    if fmt == "json":
+        print_json({"comparison": comparison.to_dict(), "slo_sizing": sized.to_dict()})
+        return
+    emit(comparison_listing(comparison), fmt)
+    emit(sizing_listing(sized), fmt)
+
+
+def sizing_listing(s: Any) -> Any:
+    """The SLO-sized deployments as a listing, cheapest meeting the targets first."""
+    from silica.cli._output import Column, Listing
+
+    def num(spec: str) -> Any:
+        return lambda v: "-" if v is None else format(v, spec)
+
+    columns = [
+        Column("instance", keep=True),
+        Column("mode"),
+        Column("layout", drop=2),
+        Column("meets"),
+        Column("instances", num("d"), right=True),
+        Column("P+D"),
+        Column("avg plan", num("d"), right=True, drop=1),
+        Column("p90 TTFT ms", num(",.0f"), right=True),
+        Column("p99 TBT ms", num(",.1f"), right=True),
+        Column("KV xfer ms", num(",.1f"), right=True, drop=1),
+        Column("$/month", num(",.0f"), right=True, keep=True),
+    ]
+    rows = [
+        [
+            o.instance,
+            o.mode,
+            o.layout,
+            "yes" if o.meets else f"no: {o.reason}",
+            o.instances,
+            f"{o.prefill_instances}P+{o.decode_instances}D" if o.prefill_instances else "",
+            o.average_instances,
+            o.ttft_p90_ms,
+            o.tbt_p99_ms,
+            o.kv_transfer.mean_ms if o.kv_transfer else None,
+            o.usd_per_month,
+        ]
+        for o in s.options
+    ]
+    notes = [
+        f"Sized by simulation: {s.traffic}; p90 TTFT <= {s.ttft_p90_ms:g} ms and p99 time between tokens "
+        f"<= {s.tbt_p99_ms:g} ms; {s.simulations} simulations in {s.seconds:.1f} s.",
+        *s.notes,
+    ]
+    return Listing(f"{s.model} at {s.rate:g} req/s sized to tail targets", columns, rows, notes)

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from silica.simulate.steptime import StepTable
 
-__all__ = ["EngineSettings", "Replica", "Records"]
+__all__ = ["EngineSettings", "Records", "Replica"]
 
 Array = NDArray[np.float64]
 INF = math.inf
@@ -41,21 +41,31 @@ class EngineSettings:
 
 
 class Records:
-    """Per-request outcomes and the engine-wide tallies, filled in by the replicas."""
+    """Per-request outcomes and the engine-wide tallies, filled in by the replicas.
+
+    The engine writes Python lists (element access on numpy arrays costs more than the rest of a
+    step); `array` turns one into an array for the summary."""
 
     def __init__(self, arrival: Array, prompt: Array, output: Array) -> None:
         n = len(arrival)
         self.arrival = arrival
         self.prompt = prompt
         self.output = output
-        self.scheduled = np.full(n, np.nan)  # first step that worked on the request
-        self.first_token = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
-        self.replica = np.full(n, -1, dtype=np.int64)
-        self.preemptions = np.zeros(n, dtype=np.int64)
+        self.prompt_n: list[int] = [int(x) for x in prompt.tolist()]
+        self.output_n: list[int] = [int(x) for x in output.tolist()]
+        nan = math.nan
+        self.scheduled: list[float] = [nan] * n  # first step that worked on the request
+        self.first_token: list[float] = [nan] * n
+        self.finish: list[float] = [nan] * n
+        self.replica: list[int] = [-1] * n
+        self.preemptions: list[int] = [0] * n
         self.gap_s: list[float] = []  # time between tokens: value ...
         self.gap_n: list[float] = []  # ... and how many tokens saw it
         self.in_system_s = 0.0  # integral over time of the requests in the engines (Little's law)
+
+    @staticmethod
+    def array(values: list[float] | list[int]) -> Array:
+        return np.asarray(values, dtype=np.float64)
 
 
 class Replica:
@@ -63,8 +73,13 @@ class Replica:
     idle or its clock reaches `h` (the next arrival anywhere), so replicas behind a load balancer
     stay in step with the arrivals."""
 
-    def __init__(self, index: int, table: StepTable, settings: EngineSettings, rec: Records) -> None:
+    def __init__(
+        self, index: int, table: StepTable, settings: EngineSettings, rec: Records, *, prefilled: bool = False
+    ) -> None:
         self.index = index
+        # A decode replica of a disaggregated deployment: prompts arrive with their KV cache already
+        # computed (and the first token generated) by a prefill replica.
+        self.prefilled = prefilled
         self.table = table
         self.max_seqs = min(settings.max_num_seqs, table.max_num_seqs)
         self.budget = settings.max_batched_tokens
@@ -104,7 +119,7 @@ class Replica:
         rec = self.rec
         while self.waiting and len(self.running) + len(self.prefilling) < self.max_seqs:
             r = self.waiting[0]
-            need = int(rec.prompt[r]) + self._generated(r)
+            need = rec.prompt_n[r] + self._generated(r)
             if need + 1 > self.cap:  # can never fit: refused (left unfinished in the records)
                 self.waiting.popleft()
                 self.outstanding -= 1
@@ -112,14 +127,18 @@ class Replica:
             if self.ctx_sum + self.reserved + need > self.cap:
                 return
             self.waiting.popleft()
-            self.reserved += need
-            self.prefilling.append([r, need, need])
             if math.isnan(rec.scheduled[r]):
                 rec.scheduled[r] = self.t
+            if self.prefilled and r not in self.left:
+                self._join(r, need, rec.output_n[r] - 1)
+                self._record(self.t - rec.first_token[r], 1.0)  # first token -> KV arrived and admitted
+                continue
+            self.reserved += need
+            self.prefilling.append([r, need, need])
 
     def _generated(self, r: int) -> int:
         """Tokens a preempted request generated before it was evicted (recomputed as prompt)."""
-        return int(self.rec.output[r]) - self.left[r] - 1 if r in self.left else 0
+        return self.rec.output_n[r] - self.left[r] - 1 if r in self.left else 0
 
     def _record(self, gap: float, tokens: float) -> None:
         self.rec.gap_s.append(gap)
@@ -195,18 +214,22 @@ class Replica:
                 rec.first_token[r] = self.t
             elif r in self.preempted_at:
                 self._record(self.t - self.preempted_at.pop(r), 1.0)
-            left = self.left.get(r, int(rec.output[r]) - 1)
-            if left <= 0:
-                self.left.pop(r, None)
-                self._finish(r, self.t)
-                continue
-            self.left[r] = left
-            self.join[r] = self.steps
-            self.context0[r] = need
-            self.ctx_sum += need
-            self.running.append(r)
-            heapq.heappush(self.finish_at, (self.steps + left, r))
-        self._pop_finished()
+            self._join(r, need, self.left.get(r, rec.output_n[r] - 1))
+        if self.finish_at and self.finish_at[0][0] <= self.steps:
+            self._pop_finished()
+
+    def _join(self, r: int, context: int, left: int) -> None:
+        """Request `r`, its prompt in the KV cache, joins the decoding batch with `left` tokens to go."""
+        if left <= 0:
+            self.left.pop(r, None)
+            self._finish(r, self.t)
+            return
+        self.left[r] = left
+        self.join[r] = self.steps
+        self.context0[r] = context
+        self.ctx_sum += context
+        self.running.append(r)
+        heapq.heappush(self.finish_at, (self.steps + left, r))
 
     def run(self, horizon: float) -> None:
         """Advance until idle or until the clock reaches `horizon`."""
@@ -238,7 +261,6 @@ class Replica:
             # A blocked queue stays blocked until a finish; otherwise stop at the next arrival.
             if not self.waiting and self.t + k * dt > horizon:
                 k = max(1, math.ceil((horizon - self.t) / dt))
-                dt = table.decode_s(b, mean_ctx + k / 2.0)
             span = k * dt
             self.busy_s += span
             used = self.ctx_sum + self.reserved
@@ -249,5 +271,7 @@ class Replica:
             self.steps += k
             self.ctx_sum += b * k
             self.n_steps += k
-            self._record(dt, float(b * k))
-            self._pop_finished()
+            self.rec.gap_s.append(dt)
+            self.rec.gap_n.append(b * k)
+            if self.finish_at[0][0] <= self.steps:
+                self._pop_finished()

@@ -133,9 +133,9 @@ class SimResult:
 
 def per_request_rows(rec: Records) -> list[dict[str, float | int]]:
     """One row per request: arrival, lengths, replica and its latencies (ms; nan if unfinished)."""
-    ttft = (rec.first_token - rec.arrival) * 1e3
-    e2e = (rec.finish - rec.arrival) * 1e3
-    queue = (rec.scheduled - rec.arrival) * 1e3
+    ttft = (rec.array(rec.first_token) - rec.arrival) * 1e3
+    e2e = (rec.array(rec.finish) - rec.arrival) * 1e3
+    queue = (rec.array(rec.scheduled) - rec.arrival) * 1e3
     return [
         {
             "request": i,
@@ -172,27 +172,30 @@ def simulate(
     check(replicas, settings, balancer)
     rec = Records(requests.arrival, requests.prompt, requests.output)
     engines = [Replica(i, table, settings, rec) for i in range(replicas * table.pipeline)]
-    arrival = requests.arrival.tolist()
+    drive(engines, requests.arrival.tolist(), range(len(requests)), balancer)
+    return summarise(requests, table, engines, rec, replicas, settings, ttft_slo_ms, tbt_slo_ms)
+
+
+def drive(engines: list[Replica], times: list[float], order: Any, balancer: str) -> None:
+    """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry."""
     if len(engines) == 1:
         only = engines[0]
-        for r, t in enumerate(arrival):
+        for r, t in zip(order, times, strict=True):
             only.run(t)
             only.add(r, t)
     elif balancer == "round-robin":
         n = len(engines)
-        for r, t in enumerate(arrival):
-            e = engines[r % n]
+        for i, (r, t) in enumerate(zip(order, times, strict=True)):
+            e = engines[i % n]
             e.run(t)
             e.add(r, t)
     else:
-        for r, t in enumerate(arrival):
+        for r, t in zip(order, times, strict=True):
             for e in engines:
                 e.run(t)
-            best = min(engines, key=lambda e: e.outstanding)
-            best.add(r, t)
+            min(engines, key=lambda e: e.outstanding).add(r, t)
     for e in engines:
         e.run(math.inf)
-    return summarise(requests, table, engines, rec, replicas, settings, ttft_slo_ms, tbt_slo_ms)
 
 
 def check(replicas: int, settings: EngineSettings, balancer: str) -> None:
@@ -222,15 +225,16 @@ def summarise(
     ttft_slo_ms: float | None,
     tbt_slo_ms: float | None,
 ) -> SimResult:
-    done = np.isfinite(rec.finish)
+    finish, first_token = rec.array(rec.finish), rec.array(rec.first_token)
+    done = np.isfinite(finish)
     n_done = int(done.sum())
     start = float(rec.arrival[0]) if len(rec.arrival) else 0.0
-    end = float(np.nanmax(rec.finish)) if n_done else start
+    end = float(np.nanmax(finish)) if n_done else start
     span = max(end - start, 1e-12)
-    ttft = rec.first_token - rec.arrival
-    e2e = rec.finish - rec.arrival
+    ttft = first_token - rec.arrival
+    e2e = finish - rec.arrival
     gen_after_first = np.maximum(rec.output - 1.0, 1.0)
-    tpot = np.where(rec.output > 1, (rec.finish - rec.first_token) / gen_after_first, np.nan)
+    tpot = np.where(rec.output > 1, (finish - first_token) / gen_after_first, np.nan)
     gaps = np.asarray(rec.gap_s)
     weights = np.asarray(rec.gap_n)
     slo: dict[str, float] = {}
@@ -256,7 +260,7 @@ def summarise(
         ttft=Percentiles.of(ttft),
         tbt=Percentiles.of(gaps, weights) if gaps.size else Percentiles.of(np.full(1, np.nan)),
         e2e=Percentiles.of(e2e),
-        queue=Percentiles.of(rec.scheduled - rec.arrival),
+        queue=Percentiles.of(rec.array(rec.scheduled) - rec.arrival),
         tpot=Percentiles.of(tpot),
         request_rate=requests.rate,
         throughput_req_s=n_done / span,
@@ -267,7 +271,7 @@ def summarise(
         kv_mean=kv_s / (span * cap) if cap else 0.0,
         kv_peak=max((e.kv_peak for e in engines), default=0) / table.kv_tokens,
         kv_tokens=table.kv_tokens,
-        preemptions=int(rec.preemptions.sum()),
+        preemptions=sum(rec.preemptions),
         little_l=rec.in_system_s / span,
         little_lambda_w=n_done / span * mean_e2e,
         records=rec,

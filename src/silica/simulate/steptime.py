@@ -55,6 +55,7 @@ class StepTable:
     link_bytes_per_s: float  # instance-to-instance network (EFA/ENA), nan when unpublished
     scaleup_bytes_per_s: float  # chip-to-chip inside an instance (NVLink, NeuronLink)
     link_latency_s: float
+    link_efficiency: float  # achieved share of link bandwidth (the family's collective efficiency)
     pipeline: int = 1
 
     def prefill_s(self, tokens: float) -> float:
@@ -174,6 +175,7 @@ def step_table(
         link_bytes_per_s=link,
         scaleup_bytes_per_s=float(base.link_bw[0]),
         link_latency_s=float(base.cal.coll_s[0]),
+        link_efficiency=float(base.cal.coll_bw_eff[0]),
         pipeline=pp,
     )
 
