@@ -267,7 +267,9 @@ def register(app: typer.Typer) -> None:
         ),
         output: str | None = output_option(),
         ttft_p90_ms: float | None = typer.Option(
-            None, "--ttft-p90-ms", help="p90 TTFT target: also size each instance type by simulation (with --rate)."
+            None,
+            "--ttft-p90-ms",
+            help="p90 TTFT target: also size each instance type by simulation (with --rate).",
         ),
         tbt_p99_ms: float | None = typer.Option(
             None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
@@ -295,8 +297,15 @@ def register(app: typer.Typer) -> None:
 
             where = {"calibration": opts.load_calibration(), "option": opts.purchase_option}
             where |= {"catalog": opts.catalog(), "region": opts.region, "engine": opts.engine}
-            compare_by_slo(result, rate=opts.rate, ttft_p90_ms=ttft_p90_ms, tbt_p99_ms=tbt_p99_ms,
-                           output=output, as_json=opts.as_json, **where)
+            compare_by_slo(
+                result,
+                rate=opts.rate,
+                ttft_p90_ms=ttft_p90_ms,
+                tbt_p99_ms=tbt_p99_ms,
+                output=output,
+                as_json=opts.as_json,
+                **where,
+            )
             return
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
