@@ -39,7 +39,8 @@ from silica.workload import InferenceWorkload
 
 __all__ = ["SizedOption", "SloSizing", "size_to_slo"]
 
-CHUNKS = (2048, 512)  # prefill token budgets per step tried: vLLM's default, then a small chunk
+DEFAULT_CHUNK = 2048  # vLLM V1's default token budget per step
+SMALLER_CHUNKS = (1024, 512, 256, 128, 64)
 PREFILL_BUDGET = 8192  # a prefill-only replica's token budget per step
 MAX_UNITS = 64  # deployment units (the planner's instance groups) searched per pool
 
@@ -154,7 +155,7 @@ class _Sizer:
         )
         best: SizedOption | None = None
         last: SimResult | None = None
-        for chunk in CHUNKS:
+        for chunk in dict.fromkeys((DEFAULT_CHUNK, _fitting_chunk(table, self.tbt))):
             settings = EngineSettings(max_num_seqs=table.max_num_seqs, max_batched_tokens=chunk)
 
             def check(units: int, settings: EngineSettings = settings) -> tuple[bool, SimResult]:
@@ -214,7 +215,7 @@ class _Sizer:
             return SizedOption(
                 meets=False, instances=None, reason="prefill pool misses the TTFT target", **base
             )  # type: ignore[arg-type]
-        d_set = EngineSettings(max_num_seqs=table.max_num_seqs, max_batched_tokens=CHUNKS[0])
+        d_set = EngineSettings(max_num_seqs=table.max_num_seqs, max_batched_tokens=DEFAULT_CHUNK)
         transfer: list[KvTransfer] = []
 
         def check_d(units: int) -> tuple[bool, SimResult]:
@@ -257,6 +258,16 @@ class _Sizer:
             kv_transfer=transfer[0] if transfer else None,
             **base,  # type: ignore[arg-type]
         )
+
+
+def _fitting_chunk(table: StepTable, tbt_ms: float) -> int:
+    """The largest prefill chunk whose step (with a small decode batch beside it) takes at most 3/4
+    of the time-between-tokens target: a step that carries a chunk is a decode step for everyone
+    running, so a smaller chunk is what lets a loaded replica meet a p99 TBT target at all."""
+    for chunk in (DEFAULT_CHUNK, *SMALLER_CHUNKS):
+        if table.prefill_s(chunk + 32) * 1e3 <= 0.75 * tbt_ms:
+            return chunk
+    return SMALLER_CHUNKS[-1]
 
 
 def _layout(est: InferenceEstimate) -> str:

@@ -1,0 +1,122 @@
+"""Regenerate the figures docs/simulate.md quotes (tests/simulate/test_docs.py checks they match).
+
+    python scripts/simulate_docs.py          # rewrite the generated blocks of docs/simulate.md
+    python scripts/simulate_docs.py --check  # exit 1 if a block differs from what the code gives now
+
+Every block is a plain-text table produced by the library with fixed seeds, so it changes only when
+the simulator, the calibration or the catalog change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+DOC = ROOT / "docs" / "simulate.md"
+SLO_INSTANCES = ("p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge", "g6e.48xlarge", "trn1.32xlarge")
+
+
+def rates_block() -> str:
+    """p50/p90/p99 TTFT and time between tokens against the request rate (one g6e.xlarge replica)."""
+    from silica.simulate import simulate, synthetic
+    from silica.simulate.deploy import plan_replica
+    from silica.workload import InferenceWorkload
+
+    table = plan_replica(
+        "llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256)
+    ).table
+    lines = [
+        "rate/s  TTFT p50   p90      p99      | TBT p50  p90    p99    | out tok/s  busy  KV peak  preempted"
+    ]
+    for rate in (1, 2, 4, 6, 8):
+        r = simulate(synthetic(rate=rate, n=2000, input_len=1024, output_len=256, seed=0), table)
+        lines.append(
+            f"{rate:<7} {r.ttft.p50:8,.0f} {r.ttft.p90:8,.0f} {r.ttft.p99:8,.0f} | "
+            f"{r.tbt.p50:6.1f} {r.tbt.p90:6.1f} {r.tbt.p99:6.1f} | {r.output_tok_s:9,.0f} {100 * r.utilisation:4.0f}% "
+            f"{100 * r.kv_peak:6.0f}%  {r.preemptions:9d}"
+        )
+    return "\n".join(lines)
+
+
+def bursts_block() -> str:
+    """The same mean rate with burstier arrivals (gamma gaps of growing CV)."""
+    from silica.simulate import simulate, synthetic
+    from silica.simulate.deploy import plan_replica
+    from silica.workload import InferenceWorkload
+
+    table = plan_replica(
+        "llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256)
+    ).table
+    lines = ["arrivals          TTFT p50   p90      p99      | TBT p99"]
+    cases = [("constant", 1.0), ("poisson", 1.0), ("gamma", 2.0), ("gamma", 4.0)]
+    for arrival, cv in cases:
+        reqs = synthetic(rate=3, n=2000, input_len=1024, output_len=256, arrival=arrival, cv=cv, seed=0)
+        r = simulate(reqs, table)
+        label = f"gamma CV {cv:g}" if arrival == "gamma" else arrival
+        lines.append(
+            f"{label:<17} {r.ttft.p50:8,.0f} {r.ttft.p90:8,.0f} {r.ttft.p99:8,.0f} | {r.tbt.p99:6.1f}"
+        )
+    return "\n".join(lines)
+
+
+def slo_block() -> str:
+    """Llama 3.1 70B at 20 req/s sized to p90 TTFT <= 800 ms and p99 TBT <= 80 ms, five instance types."""
+    from silica.plan import compare
+    from silica.simulate.sizing import size_to_slo
+    from silica.workload import InferenceWorkload
+
+    wl = InferenceWorkload(input_len=1024, output_len=256, rate_req_per_s=20)
+    c = compare("llama-3.1-70b", wl, instances=list(SLO_INSTANCES))
+    s = size_to_slo(c, rate=20, ttft_p90_ms=800, tbt_p99_ms=80)
+    avg = {r.instance: r for r in c.results}
+    lines = ["average-based plan (compare without tail targets):"]
+    for inst in s.average_order:
+        r = avg[inst]
+        lines.append(f"  {inst:<16} {r.instances_for_load} instances  ${r.usd_per_month:,.0f}/month")
+    lines.append("sized by simulation (p90 TTFT <= 800 ms, p99 TBT <= 80 ms):")
+    for o in s.options:
+        if not o.meets:
+            lines.append(f"  {o.instance:<16} {o.mode:<14} misses: {o.reason}")
+            continue
+        pools = f" ({o.prefill_instances}P+{o.decode_instances}D)" if o.prefill_instances else ""
+        kv = f", KV transfer {o.kv_transfer.mean_ms:.1f} ms/request" if o.kv_transfer else ""
+        month = f"${o.usd_per_month:,.0f}/month" if o.usd_per_month is not None else "unpriced"
+        lines.append(
+            f"  {o.instance:<16} {o.mode:<14} {o.instances} instances{pools}, chunk {o.max_batched_tokens}: "
+            f"p90 TTFT {o.ttft_p90_ms:,.0f} ms, p99 TBT {o.tbt_p99_ms:.1f} ms, {month}{kv}"
+        )
+    lines += [f"  note: {n}" for n in s.notes]
+    return "\n".join(lines)
+
+
+BLOCKS = {"simulate-rates": rates_block, "simulate-bursts": bursts_block, "simulate-slo": slo_block}
+
+
+def pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- {name}:begin -->\n```\n)(.*?)(\n```\n<!-- {name}:end -->)", re.S)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    doc = DOC.read_text()
+    new = doc
+    for name, make in BLOCKS.items():
+        text = make()
+        new, n = pattern(name).subn(lambda m, text=text: m.group(1) + text + m.group(3), new)
+        if n != 1:
+            print(f"docs/simulate.md has no {name} block", file=sys.stderr)
+            return 1
+    if args.check:
+        return 0 if new == doc else 1
+    DOC.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
