@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,9 @@ def slo_block() -> str:
     wl = InferenceWorkload(input_len=1024, output_len=256, rate_req_per_s=20)
     c = compare("llama-3.1-70b", wl, instances=list(SLO_INSTANCES))
     s = size_to_slo(c, rate=20, ttft_p90_ms=800, tbt_p99_ms=80)
-    avg = {r.instance: r for r in c.results}
+    from silica.results import InferenceEstimate
+
+    avg = {r.instance: r for r in c.results if isinstance(r, InferenceEstimate)}
     lines = ["average-based plan (compare without tail targets):"]
     for inst in s.average_order:
         r = avg[inst]
@@ -100,6 +103,10 @@ def pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- {name}:begin -->\n```\n)(.*?)(\n```\n<!-- {name}:end -->)", re.S)
 
 
+def _filler(text: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: m.group(1) + text + m.group(3)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
@@ -108,7 +115,7 @@ def main() -> int:
     new = doc
     for name, make in BLOCKS.items():
         text = make()
-        new, n = pattern(name).subn(lambda m, text=text: m.group(1) + text + m.group(3), new)
+        new, n = pattern(name).subn(_filler(text), new)
         if n != 1:
             print(f"docs/simulate.md has no {name} block", file=sys.stderr)
             return 1

@@ -295,7 +295,7 @@ def register(app: typer.Typer) -> None:
         if ttft_p90_ms is not None or tbt_p99_ms is not None:
             from silica.cli.simulate_cmd import compare_by_slo
 
-            where = {"calibration": opts.load_calibration(), "option": opts.purchase_option}
+            where: dict[str, Any] = {"calibration": opts.load_calibration(), "option": opts.purchase_option}
             where |= {"catalog": opts.catalog(), "region": opts.region, "engine": opts.engine}
             compare_by_slo(
                 result,

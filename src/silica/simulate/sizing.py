@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -149,7 +149,14 @@ class _Sizer:
 
     def aggregated(self, est: InferenceEstimate, table: StepTable, average: int | None) -> SizedOption:
         dp, per_unit = int(est.dp or 1), int(est.count)
-        base = dict(instance=est.instance, mode="aggregated", layout=_layout(est), average_instances=average)
+        base = SizedOption(
+            instance=est.instance,
+            mode="aggregated",
+            layout=_layout(est),
+            meets=False,
+            instances=None,
+            average_instances=average,
+        )
         lower = max(
             1, math.ceil(self.reqs.rate * float(self.reqs.output.mean()) / (dp * table.max_output_tok_s()))
         )
@@ -169,7 +176,8 @@ class _Sizer:
             last = res or last
             if units is not None and res is not None:
                 usd = None if est.usd_per_hour is None else est.usd_per_hour * units
-                option = SizedOption(
+                option = replace(
+                    base,
                     meets=True,
                     instances=units * per_unit,
                     max_batched_tokens=chunk,
@@ -177,7 +185,6 @@ class _Sizer:
                     usd_per_month=None if usd is None else usd * SECONDS_PER_MONTH / 3600,
                     ttft_p90_ms=res.ttft.p90,
                     tbt_p99_ms=res.tbt.p99,
-                    **base,  # type: ignore[arg-type]
                 )
                 best = option  # the search was bounded by the previous best: this one is cheaper
                 if units == lower:
@@ -185,21 +192,21 @@ class _Sizer:
         if best is not None:
             return best
         assert last is not None
-        return SizedOption(
-            meets=False,
-            instances=None,
+        return replace(
+            base,
             ttft_p90_ms=last.ttft.p90,
             tbt_p99_ms=last.tbt.p99,
             reason=f"misses the targets even at {MAX_UNITS * per_unit} instances "
             f"(p90 TTFT {last.ttft.p90:,.0f} ms, p99 TBT {last.tbt.p99:,.1f} ms)",
-            **base,  # type: ignore[arg-type]
         )
 
     def disaggregated(self, est: InferenceEstimate, table: StepTable) -> SizedOption:
         dp, per_unit = int(est.dp or 1), int(est.count)
-        base = dict(instance=est.instance, mode="disaggregated", layout=_layout(est))
+        base = SizedOption(
+            instance=est.instance, mode="disaggregated", layout=_layout(est), meets=False, instances=None
+        )
         if not (table.link_bytes_per_s > 0 and math.isfinite(table.link_bytes_per_s)):
-            return SizedOption(meets=False, instances=None, reason="no published network bandwidth", **base)  # type: ignore[arg-type]
+            return replace(base, reason="no published network bandwidth")
         prompt_only = Requests(self.reqs.arrival, self.reqs.prompt, np.ones(len(self.reqs)), self.reqs.source)
         p_set = EngineSettings(max_num_seqs=table.max_num_seqs, max_batched_tokens=PREFILL_BUDGET)
         # The prefill replica returns the first token, so TTFT does not wait for the KV transfer:
@@ -212,9 +219,7 @@ class _Sizer:
 
         x, _ = _search(check_p, 1)
         if x is None:
-            return SizedOption(
-                meets=False, instances=None, reason="prefill pool misses the TTFT target", **base
-            )  # type: ignore[arg-type]
+            return replace(base, reason="prefill pool misses the TTFT target")
         d_set = EngineSettings(max_num_seqs=table.max_num_seqs, max_batched_tokens=DEFAULT_CHUNK)
         transfer: list[KvTransfer] = []
 
@@ -239,13 +244,12 @@ class _Sizer:
         )
         y, res = _search(check_d, lower)
         if y is None or res is None:
-            return SizedOption(
-                meets=False, instances=None, reason="decode pool misses the TBT target", **base
-            )  # type: ignore[arg-type]
+            return replace(base, reason="decode pool misses the TBT target")
         check_d(y)  # the transfer summary of the chosen size
         units = x + y
         usd = None if est.usd_per_hour is None else est.usd_per_hour * units
-        return SizedOption(
+        return replace(
+            base,
             meets=True,
             instances=units * per_unit,
             prefill_instances=x * per_unit,
@@ -256,7 +260,6 @@ class _Sizer:
             ttft_p90_ms=res.ttft.p90,
             tbt_p99_ms=res.tbt.p99,
             kv_transfer=transfer[0] if transfer else None,
-            **base,  # type: ignore[arg-type]
         )
 
 
