@@ -96,7 +96,66 @@ def slo_block() -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"simulate-rates": rates_block, "simulate-bursts": bursts_block, "simulate-slo": slo_block}
+LOAD_CURVE = (
+    ROOT / "src" / "silica" / "data" / "benchmarks" / "load" / "nim_llama33_70b_h100_tp2_concurrency.csv"
+)
+
+
+def validation_block() -> str:
+    """Simulated against NVIDIA's published NIM latency-vs-concurrency table (Llama 3.3 70B fp8,
+    2 x H100, tp 2, 5,000 in / 500 out): closed-loop clients, the first `c` requests (the start-up
+    burst) left out, 10 x c requests per level; the replica is an H100 pair of a p5.48xlarge."""
+    import csv
+
+    import numpy as np
+
+    from silica.models import load_model
+    from silica.plan.targets import resolve_targets
+    from silica.simulate import EngineSettings
+    from silica.simulate.run import simulate_closed_loop
+    from silica.simulate.steptime import step_table
+
+    with LOAD_CURVE.open() as handle:
+        rows = list(csv.DictReader(handle))
+    target = resolve_targets(["p5.48xlarge"])[0]
+    table = step_table(
+        load_model("llama-3.3-70b"), target, tp=2, max_tokens=22000, weight_dtype="fp8", compute_dtype="fp8"
+    )
+    settings = EngineSettings(max_num_seqs=256, max_batched_tokens=8192)
+    lines = [
+        "clients  TTFT ms published  simulated  error | ITL ms published  simulated  error | out tok/s error"
+    ]
+    errors: dict[str, list[float]] = {"ttft": [], "itl": [], "tok": []}
+    for row in rows:
+        c = int(row["concurrency"])
+        r = simulate_closed_loop(
+            table, concurrency=c, requests=10 * c, input_len=5000, output_len=500, settings=settings
+        )
+        ttft = float(np.mean((np.asarray(r.records.first_token) - r.records.arrival)[c:]) * 1e3)
+        pub_ttft, pub_itl, pub_tok = float(row["ttft_ms"]), float(row["itl_ms"]), float(row["output_tok_s"])
+        e_ttft, e_itl = 100 * (ttft / pub_ttft - 1), 100 * (r.tbt.mean / pub_itl - 1)
+        e_tok = 100 * (r.output_tok_s / pub_tok - 1)
+        errors["ttft"].append(abs(e_ttft))
+        errors["itl"].append(abs(e_itl))
+        errors["tok"].append(abs(e_tok))
+        lines.append(
+            f"{c:<8} {pub_ttft:15,.0f} {ttft:10,.0f} {e_ttft:+6.0f}% | {pub_itl:14.1f} {r.tbt.mean:10.1f} {e_itl:+6.0f}% | "
+            f"{e_tok:+8.0f}%"
+        )
+    lines.append(
+        "median |error|: TTFT {:.0f}%, ITL {:.0f}%, output tokens/s {:.0f}%".format(
+            *(float(np.median(errors[k])) for k in ("ttft", "itl", "tok"))
+        )
+    )
+    return "\n".join(lines)
+
+
+BLOCKS = {
+    "simulate-rates": rates_block,
+    "simulate-bursts": bursts_block,
+    "simulate-slo": slo_block,
+    "simulate-validation": validation_block,
+}
 
 
 def pattern(name: str) -> re.Pattern[str]:

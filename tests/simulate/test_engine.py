@@ -137,6 +137,23 @@ def test_disaggregated_decode_is_not_stalled_by_prefill(l40s: StepTable) -> None
     assert kv.mean_ms == pytest.approx(expected * 1e3)
 
 
+def test_closed_loop_keeps_the_clients_busy() -> None:
+    from silica.simulate.run import simulate_closed_loop
+
+    one = simulate_closed_loop(
+        flat_table(0.2, 0.02), concurrency=1, requests=20, input_len=100, output_len=51
+    )
+    assert one.ttft.p99 == pytest.approx(200.0)
+    assert one.e2e.p50 == pytest.approx(200.0 + 50 * 20.0)
+    many = simulate_closed_loop(
+        flat_table(0.2, 0.02), concurrency=8, requests=400, input_len=100, output_len=51
+    )
+    assert many.completed == 400
+    assert many.little_l == pytest.approx(8.0, rel=0.02)  # always 8 requests in the system
+    with pytest.raises(InputError, match="Concurrency"):
+        simulate_closed_loop(flat_table(0.2, 0.02), concurrency=0, requests=10, input_len=10, output_len=10)
+
+
 def test_trace_replay(tmp_path, l40s: StepTable) -> None:  # type: ignore[no-untyped-def]
     from silica.simulate import from_trace
 

@@ -102,6 +102,7 @@ class Replica:
         self.kv_peak = 0
         self.outstanding = 0
         self.done = 0
+        self.finished: list[int] = []  # requests in the order they finished (closed-loop clients)
         self.n_steps = 0
 
     # -- the load balancer's view
@@ -156,6 +157,7 @@ class Replica:
         self.rec.finish[r] = t
         self.outstanding -= 1
         self.done += 1
+        self.finished.append(r)
 
     def _preempt(self) -> None:
         r = self.running.pop()

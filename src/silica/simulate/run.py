@@ -176,6 +176,50 @@ def simulate(
     return summarise(requests, table, engines, rec, replicas, settings, ttft_slo_ms, tbt_slo_ms)
 
 
+def simulate_closed_loop(
+    table: StepTable,
+    *,
+    concurrency: int,
+    requests: int,
+    input_len: int,
+    output_len: int,
+    settings: EngineSettings | None = None,
+) -> SimResult:
+    """`concurrency` clients each send a request, wait for its last token, and send the next one
+    (how `vllm bench serve --max-concurrency`, AIPerf and genai-perf load a server), on one replica."""
+    settings = settings or EngineSettings(max_num_seqs=table.max_num_seqs)
+    check(1, settings, BALANCERS[0])
+    if not 1 <= concurrency <= requests:
+        raise InputError(
+            f"Concurrency must be between 1 and the request count ({requests}), got {concurrency}.",
+            "pass a concurrency of 1 or more and at least as many requests.",
+        )
+    arrival = np.zeros(requests)
+    rec = Records(arrival, np.full(requests, float(input_len)), np.full(requests, float(output_len)))
+    engine = Replica(0, table, settings, rec)
+    for r in range(concurrency):
+        engine.add(r, 0.0)
+    issued, seen = concurrency, 0
+    while engine.done < requests:
+        engine.run(engine.t + 1e-9)  # one step, or one run of decode steps up to the next finish
+        while seen < len(engine.finished):
+            t = rec.finish[engine.finished[seen]]
+            seen += 1
+            if issued < requests:
+                arrival[issued] = t
+                engine.add(issued, t)
+                issued += 1
+        if engine.done < requests and not (engine.running or engine.prefilling or engine.waiting):
+            break  # nothing left the engine can run (a request larger than the KV cache)
+    traffic = Requests(
+        arrival,
+        rec.prompt,
+        rec.output,
+        f"{concurrency} closed-loop clients, {input_len} in, {output_len} out",
+    )
+    return summarise(traffic, table, [engine], rec, 1, settings, None, None)
+
+
 def drive(engines: list[Replica], times: list[float], order: Any, balancer: str) -> None:
     """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry."""
     if len(engines) == 1:
