@@ -117,10 +117,10 @@ class Replica:
 
     # -- the scheduler
     def _admit(self) -> None:
-        rec = self.rec
-        while self.waiting and len(self.running) + len(self.prefilling) < self.max_seqs:
-            r = self.waiting[0]
-            need = rec.prompt_n[r] + self._generated(r)
+        rec, waiting, running, prefilling = self.rec, self.waiting, self.running, self.prefilling
+        while waiting and len(running) + len(prefilling) < self.max_seqs:
+            r = waiting[0]
+            need = rec.prompt_n[r] + (self._generated(r) if r in self.left else 0)
             if need + 1 > self.cap:  # can never fit: refused (left unfinished in the records)
                 self.waiting.popleft()
                 self.outstanding -= 1
@@ -193,19 +193,24 @@ class Replica:
         for item in self.prefilling:
             if room <= 0:
                 break
-            take = int(min(item[1], room))
+            take = item[1] if item[1] < room else room
             chunk += take
             room -= take
             item[1] -= take
             if item[1] == 0:
                 done.append(item)
-        ctx = self.ctx_sum / b if b else 0.0
-        dt = self.table.mixed_s(chunk, b, ctx)
-        self._account(dt)
+        dt = self.table.mixed_s(chunk, b, self.ctx_sum / b if b else 0.0)
+        self.busy_s += dt
+        used = self.ctx_sum + self.reserved
+        self.kv_token_s += used * dt
+        if used > self.kv_peak:
+            self.kv_peak = used
+        rec.in_system_s += dt * self.outstanding
         self.t += dt
         self.n_steps += 1
         if b:
-            self._record(dt, b)
+            rec.gap_s.append(dt)
+            rec.gap_n.append(b)
             self.steps += 1
             self.ctx_sum += b
         for item in done:
@@ -235,9 +240,10 @@ class Replica:
 
     def run(self, horizon: float) -> None:
         """Advance until idle or until the clock reaches `horizon`."""
-        table = self.table
+        decode_s = self.table.decode_s
         while self.t < horizon:
-            self._admit()
+            if self.waiting:
+                self._admit()
             b = len(self.running)
             if self.prefilling:
                 while b and self.ctx_sum + self.reserved + b > self.cap:
@@ -259,7 +265,7 @@ class Replica:
             if room < k:
                 k = max(int(room), 1)
             mean_ctx = self.ctx_sum / b
-            dt = table.decode_s(b, mean_ctx + k / 2.0)
+            dt = decode_s(b, mean_ctx + k / 2.0)
             # A blocked queue stays blocked until a finish; otherwise stop at the next arrival.
             if not self.waiting and self.t + k * dt > horizon:
                 k = max(1, math.ceil((horizon - self.t) / dt))

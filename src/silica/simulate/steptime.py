@@ -29,6 +29,7 @@ from silica.plan.targets import Target
 __all__ = ["StepTable", "step_table"]
 
 Array = NDArray[np.float64]
+_bisect = bisect.bisect_left
 CONTEXT_POINTS = 40  # mean-context grid points (log-spaced); decode time is near-linear in context
 PREFILL_POINTS = 48  # prefill token-count grid points (log-spaced)
 
@@ -61,7 +62,7 @@ class StepTable:
     def prefill_s(self, tokens: float) -> float:
         """One forward pass over `tokens` new tokens (linear interpolation, linear extrapolation)."""
         xs, ys = self.tokens, self.prefill
-        i = bisect.bisect_left(xs, tokens)
+        i = _bisect(xs, tokens)
         if i <= 0:
             return ys[0]
         if i >= len(xs):
@@ -71,15 +72,15 @@ class StepTable:
 
     def decode_s(self, batch: int, context: float) -> float:
         """One decode step of `batch` sequences whose KV caches hold `context` tokens on average."""
-        row = self.decode[min(batch, self.max_num_seqs) - 1]
+        row = self.decode[batch - 1 if batch <= self.max_num_seqs else self.max_num_seqs - 1]
         xs = self.contexts
-        i = bisect.bisect_left(xs, context)
+        i = _bisect(xs, context)
         if i <= 0:
             return row[0]
         if i >= len(xs):
             i = len(xs) - 1
-        x0, x1 = xs[i - 1], xs[i]
-        return row[i - 1] + (row[i] - row[i - 1]) * (context - x0) / (x1 - x0)
+        x0 = xs[i - 1]
+        return row[i - 1] + (row[i] - row[i - 1]) * (context - x0) / (xs[i] - x0)
 
     def mixed_s(self, chunk: float, batch: int, context: float) -> float:
         """A step that prefills `chunk` tokens alongside `batch` decodes (chunked prefill)."""
