@@ -196,5 +196,7 @@ def test_bad_engine_settings_are_refused() -> None:
         simulate(reqs, flat_table(0.1, 0.1), replicas=0)
     with pytest.raises(InputError, match="balancer"):
         simulate(reqs, flat_table(0.1, 0.1), replicas=2, balancer="random")
+    with pytest.raises(InputError, match="sorted"):
+        simulate(Requests(np.array([1.0, 0.0]), np.ones(2), np.ones(2), "unsorted"), flat_table(0.1, 0.1))
     with pytest.raises(InputError, match="batched tokens"):
         simulate(reqs, flat_table(0.1, 0.1), settings=EngineSettings(max_batched_tokens=0))

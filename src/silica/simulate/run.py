@@ -170,6 +170,10 @@ def simulate(
     """
     settings = settings or EngineSettings(max_num_seqs=table.max_num_seqs)
     check(replicas, settings, balancer)
+    if len(requests) == 0 or bool(np.any(np.diff(requests.arrival) < 0)):
+        raise InputError(
+            "The requests must be at least one, sorted by arrival time.", "sort the trace by its timestamps."
+        )
     rec = Records(requests.arrival, requests.prompt, requests.output)
     engines = [Replica(i, table, settings, rec) for i in range(replicas * table.pipeline)]
     drive(engines, requests.arrival.tolist(), range(len(requests)), balancer)
