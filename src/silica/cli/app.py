@@ -77,6 +77,7 @@ def _register() -> None:
         "monitor_cmd",
         "pilot_cmd",
         "serve_cmd",
+        "simulate_cmd",
     ):
         importlib.import_module(f"silica.cli.{name}").register(app)
     from silica.cli._common import add_examples

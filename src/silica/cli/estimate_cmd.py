@@ -270,6 +270,14 @@ def register(app: typer.Typer) -> None:
         ),
         pue: float | None = pue_option(),
         usd_per_mwh: float | None = usd_per_mwh_option(),
+        ttft_p90_ms: float | None = typer.Option(
+            None,
+            "--ttft-p90-ms",
+            help="p90 TTFT target: also size each instance type by simulation (with --rate).",
+        ),
+        tbt_p99_ms: float | None = typer.Option(
+            None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
+        ),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -282,11 +290,26 @@ def register(app: typer.Typer) -> None:
             wl,
             instances=instances,
             include_announced=announced,
-            context=opts.context(),
+            context=(context := opts.context()),
             objective=rank.strip().lower(),  # type: ignore[arg-type]  # checked by compare
             pue=checked("--pue", pue, low=1.0),
             usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
         )
+        if ttft_p90_ms is not None or tbt_p99_ms is not None:
+            from silica.cli.simulate_cmd import compare_by_slo
+
+            where: dict[str, Any] = {"calibration": context.calibration, "option": context.option}
+            where |= {"catalog": context.catalog, "region": context.region, "engine": context.engine}
+            compare_by_slo(
+                result,
+                rate=opts.rate,
+                ttft_p90_ms=ttft_p90_ms,
+                tbt_p99_ms=tbt_p99_ms,
+                output=output,
+                as_json=opts.as_json,
+                **where,
+            )
+            return
         emit(comparison_listing(result), resolve_format(output, opts.as_json), result)
 
 

@@ -1,0 +1,85 @@
+"""`silica simulate` and `silica compare --ttft-p90-ms/--tbt-p99-ms` from the command line."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from silica.cli.app import app
+
+runner = CliRunner()
+BASE = ["simulate", "llama-3.1-8b", "--on", "g6e.xlarge", "--input-len", "1024", "--output-len", "256"]
+
+
+def _run(*args: str) -> dict[str, object]:
+    result = runner.invoke(app, [*BASE, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    out: dict[str, object] = json.loads(result.stdout)
+    return out
+
+
+def test_p99_ttft_grows_from_rate_2_to_8() -> None:
+    low = _run("--rate", "2", "--requests", "2000")
+    high = _run("--rate", "8", "--requests", "2000")
+    for r in (low, high):
+        for key in ("ttft_ms", "tbt_ms"):
+            p = r[key]
+            assert isinstance(p, dict)
+            assert p["p50"] <= p["p90"] <= p["p99"]
+    assert high["ttft_ms"]["p99"] > low["ttft_ms"]["p99"]  # type: ignore[index]
+
+
+def test_per_request_csv(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "rows.csv"
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,input_tokens,output_tokens\n0,100,10\n0.1,200,20\n0.2,300,30\n")
+    r = _run("--trace", str(trace), "--replicas", "2", "--balancer", "least-outstanding", "--out", str(out))
+    assert r["completed"] == 3
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(row["input_tokens"]) for row in rows] == [100, 200, 300]
+    assert all(float(row["ttft_ms"]) > 0 for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--rate", "0"], "rate"),
+        (["--arrival", "weibull"], "arrival"),
+        (["--replicas", "0"], "Replicas"),
+        (["--max-num-seqs", "0"], "running sequences"),
+        (["--balancer", "random"], "balancer"),
+        (["--trace", "/no/such/trace.csv"], "Cannot read"),
+        (["--on", "no-such-instance"], "Unknown instance"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], words: str) -> None:
+    result = runner.invoke(app, [*BASE, *args])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], result.stderr
+
+
+@pytest.mark.slow
+def test_compare_sizes_to_tail_targets() -> None:
+    args = ["compare", "llama-3.1-8b", "--rate", "6", "--ttft-p90-ms", "500", "--tbt-p99-ms", "60"]
+    args += ["--instance", "g6e.xlarge", "--instance", "g6e.48xlarge", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    options = out["slo_sizing"]["options"]
+    assert {o["mode"] for o in options} == {"aggregated", "disaggregated"}
+    for o in options:
+        if o["meets"]:
+            assert o["ttft_p90_ms"] <= 500 and o["tbt_p99_ms"] <= 60
+            assert o["instances"] >= 1
+    assert any(o["meets"] for o in options)
+
+
+def test_compare_slo_needs_a_rate() -> None:
+    result = runner.invoke(app, ["compare", "llama-3.1-8b", "--ttft-p90-ms", "500", "--tbt-p99-ms", "60"])
+    assert result.exit_code == 2
+    assert "--rate" in result.stderr

@@ -1,0 +1,202 @@
+"""The simulator against queueing theory and its own invariants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from silica.errors import InputError
+from silica.simulate import EngineSettings, Requests, StepTable, simulate, synthetic
+from silica.simulate.deploy import plan_replica
+from silica.simulate.disagg import kv_transfer, simulate_disaggregated
+from silica.workload import InferenceWorkload
+
+
+def flat_table(prefill_s: float, decode_s: float, *, seqs: int = 64, kv_tokens: int = 10**9) -> StepTable:
+    """A replica whose steps take constant time: what the closed forms assume."""
+    return StepTable(
+        label="flat",
+        tokens=(1.0, 1e7),
+        prefill=(prefill_s, prefill_s),
+        contexts=(1.0, 1e7),
+        decode=tuple((decode_s, decode_s) for _ in range(seqs)),
+        kv_tokens=kv_tokens,
+        kv_bytes_per_token=1e5,
+        max_num_seqs=seqs,
+        link_bytes_per_s=1e9,
+        scaleup_bytes_per_s=1e11,
+        link_latency_s=1e-4,
+        link_efficiency=0.5,
+    )
+
+
+@pytest.fixture(scope="module")
+def l40s() -> StepTable:
+    return plan_replica("llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256)).table
+
+
+def test_md1_waiting_time_matches_closed_form() -> None:
+    # One server, deterministic service S (a 100-token prompt, one output token), Poisson arrivals:
+    # M/D/1, mean wait = rho S / (2 (1 - rho)) (Pollaczek-Khinchine with zero service variance).
+    s, rho = 0.1, 0.7
+    reqs = synthetic(rate=rho / s, n=40_000, input_len=100, output_len=1, seed=3)
+    r = simulate(reqs, flat_table(s, 0.01), settings=EngineSettings(max_num_seqs=1))
+    expected_ms = 1e3 * rho * s / (2 * (1 - rho))
+    assert r.queue.mean == pytest.approx(expected_ms, rel=0.08)
+    assert r.utilisation == pytest.approx(rho, rel=0.03)
+
+
+def test_unloaded_latency_is_prefill_plus_decode_steps() -> None:
+    # Constant arrivals far apart: no queueing; TTFT = prefill, e2e = prefill + (out-1) steps.
+    reqs = synthetic(rate=0.1, n=50, input_len=500, output_len=11, arrival="constant")
+    r = simulate(reqs, flat_table(0.2, 0.03))
+    assert r.ttft.p99 == pytest.approx(200.0)
+    assert r.e2e.p50 == pytest.approx(200.0 + 10 * 30.0)
+    assert r.tbt.p99 == pytest.approx(30.0)
+    assert r.queue.p99 == pytest.approx(0.0, abs=1e-9)
+
+
+def test_littles_law_and_monotone_percentiles(l40s: StepTable) -> None:
+    reqs = synthetic(rate=3, n=3000, input_len=1024, output_len=256, seed=1, lengths="uniform")
+    r = simulate(reqs, l40s)
+    assert r.completed == r.requests
+    assert r.little_l == pytest.approx(r.little_lambda_w, rel=0.02)
+    for p in (r.ttft, r.tbt, r.e2e, r.queue, r.tpot):
+        assert p.p50 <= p.p90 <= p.p99
+    assert 0.0 < r.kv_mean <= r.kv_peak <= 1.0
+    assert 0.0 < r.utilisation <= 1.0 + 1e-9
+
+
+def test_tails_grow_with_rate(l40s: StepTable) -> None:
+    p99 = [
+        simulate(synthetic(rate=q, n=1500, input_len=1024, output_len=256, seed=2), l40s).ttft.p99
+        for q in (1, 3, 6)
+    ]
+    assert p99[0] < p99[1] < p99[2]
+
+
+def test_throughput_never_exceeds_the_deployment(l40s: StepTable) -> None:
+    reqs = synthetic(rate=50, n=2000, input_len=1024, output_len=256, seed=4)
+    for replicas in (1, 2):
+        r = simulate(reqs, l40s, replicas=replicas)
+        assert r.output_tok_s <= replicas * l40s.max_output_tok_s()
+        assert r.throughput_req_s <= reqs.rate * 1.05
+    light = simulate(synthetic(rate=0.5, n=300, input_len=1024, output_len=256, seed=4), l40s)
+    assert light.throughput_req_s <= 0.5 * 1.1
+
+
+def test_kv_pressure_preempts_and_still_finishes() -> None:
+    reqs = synthetic(rate=20, n=400, input_len=200, output_len=200, seed=5)
+    r = simulate(reqs, flat_table(0.01, 0.01, kv_tokens=3000))
+    assert r.preemptions > 0
+    assert r.completed == r.requests
+    assert r.kv_peak <= 1.0
+
+
+def test_same_seed_same_result(l40s: StepTable) -> None:
+    def run(seed: int) -> dict[str, object]:
+        reqs = synthetic(rate=4, n=500, input_len=1024, output_len=256, arrival="gamma", cv=2, seed=seed)
+        return simulate(reqs, l40s, replicas=2, balancer="least-outstanding").to_dict()
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_gamma_arrivals_have_the_stated_cv() -> None:
+    for cv in (0.5, 1.0, 3.0):
+        t = synthetic(rate=5, n=50_000, input_len=10, output_len=10, arrival="gamma", cv=cv, seed=1).arrival
+        gaps = np.diff(t)
+        assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.05)
+        assert 1 / gaps.mean() == pytest.approx(5, rel=0.05)
+
+
+def test_burstier_arrivals_have_worse_tails(l40s: StepTable) -> None:
+    smooth = simulate(synthetic(rate=3, n=2000, input_len=1024, output_len=256, arrival="constant"), l40s)
+    bursty = simulate(synthetic(rate=3, n=2000, input_len=1024, output_len=256, arrival="gamma", cv=4), l40s)
+    assert bursty.ttft.p99 > smooth.ttft.p99
+
+
+def test_disaggregated_decode_is_not_stalled_by_prefill(l40s: StepTable) -> None:
+    reqs = synthetic(rate=3, n=1500, input_len=1024, output_len=256, seed=6)
+    agg = simulate(reqs, l40s, replicas=2)
+    dis, kv = simulate_disaggregated(
+        reqs, l40s, l40s, prefill_replicas=1, decode_replicas=1, decode_instances=1, balancer="round-robin"
+    )
+    assert dis.completed == dis.requests
+    # Two replicas each stall their decodes for every prompt; the decode pool never does, so its
+    # tail sits near its median even though it runs all the decodes on one replica.
+    assert dis.tbt.p99 < agg.tbt.p99
+    assert dis.tbt.p99 < 1.25 * dis.tbt.p50 < agg.tbt.p99
+    seconds, _ = kv_transfer(l40s, np.array([1024.0]), 3.0, 1)
+    expected = l40s.link_latency_s + 1024 * l40s.kv_bytes_per_token / (
+        l40s.link_bytes_per_s * l40s.link_efficiency
+    )
+    assert seconds[0] == pytest.approx(expected)
+    assert kv.mean_ms == pytest.approx(expected * 1e3)
+
+
+def test_closed_loop_keeps_the_clients_busy() -> None:
+    from silica.simulate.run import simulate_closed_loop
+
+    one = simulate_closed_loop(
+        flat_table(0.2, 0.02), concurrency=1, requests=20, input_len=100, output_len=51
+    )
+    assert one.ttft.p99 == pytest.approx(200.0)
+    assert one.e2e.p50 == pytest.approx(200.0 + 50 * 20.0)
+    many = simulate_closed_loop(
+        flat_table(0.2, 0.02), concurrency=8, requests=400, input_len=100, output_len=51
+    )
+    assert many.completed == 400
+    assert many.little_l == pytest.approx(8.0, rel=0.02)  # always 8 requests in the system
+    with pytest.raises(InputError, match="Concurrency"):
+        simulate_closed_loop(flat_table(0.2, 0.02), concurrency=0, requests=10, input_len=10, output_len=10)
+
+
+def test_trace_replay(tmp_path, l40s: StepTable) -> None:  # type: ignore[no-untyped-def]
+    from silica.simulate import from_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text("timestamp,input_tokens,output_tokens\n0,100,10\n0.5,2000,50\n1.25,300,5\n")
+    reqs = from_trace(path)
+    assert reqs.arrival.tolist() == [0.0, 0.5, 1.25]
+    r = simulate(reqs, l40s)
+    assert r.completed == 3
+    azure = tmp_path / "azure.csv"
+    azure.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,396,109\n"
+    )
+    assert from_trace(azure).prompt.tolist() == [374.0, 396.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"rate": 0}, "rate"),
+        ({"rate": math.inf}, "rate"),
+        ({"n": 0}, "Requests"),
+        ({"arrival": "weibull"}, "arrival"),
+        ({"cv": 0}, "coefficient"),
+        ({"lengths": "zipf"}, "length"),
+        ({"input_len": 0}, "lengths"),
+    ],
+)
+def test_bad_traffic_is_refused(kwargs: dict[str, object], words: str) -> None:
+    args: dict[str, object] = {"rate": 1.0, "n": 10, "input_len": 10, "output_len": 10}
+    args.update(kwargs)
+    with pytest.raises(InputError, match=words):
+        synthetic(**args)  # type: ignore[arg-type]
+
+
+def test_bad_engine_settings_are_refused() -> None:
+    reqs = Requests(np.zeros(1), np.ones(1), np.ones(1), "one")
+    with pytest.raises(InputError, match="Replicas"):
+        simulate(reqs, flat_table(0.1, 0.1), replicas=0)
+    with pytest.raises(InputError, match="balancer"):
+        simulate(reqs, flat_table(0.1, 0.1), replicas=2, balancer="random")
+    with pytest.raises(InputError, match="sorted"):
+        simulate(Requests(np.array([1.0, 0.0]), np.ones(2), np.ones(2), "unsorted"), flat_table(0.1, 0.1))
+    with pytest.raises(InputError, match="batched tokens"):
+        simulate(reqs, flat_table(0.1, 0.1), settings=EngineSettings(max_batched_tokens=0))
