@@ -38,7 +38,12 @@ _HEAD = ["| | expected | found | TP | FP | FN | precision | recall |", "|---|---
 
 def report(by_set: dict[str, list[Entry]]) -> str:
     """The Markdown report: totals per set, per file kind, per rule, and effort per repository."""
-    out = ["## Totals by set", "", "| set | repositories |" + _HEAD[0][1:], "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "## Totals by set",
+        "",
+        "| set | repositories |" + _HEAD[0][1:],
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, items in by_set.items():
         counts = per_rule(items)
         tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
@@ -62,7 +67,9 @@ def report(by_set: dict[str, list[Entry]]) -> str:
         for e in items:
             low, high = e.expected["effort_weeks"]
             tv = e.report.target_verdicts
-            verdicts = " / ".join(f"{tv[t].verdict} {tv[t].effort_weeks:g}" for t in ("trainium1", "trainium2", "inferentia2"))
+            verdicts = " / ".join(
+                f"{tv[t].verdict} {tv[t].effort_weeks:g}" for t in ("trainium1", "trainium2", "inferentia2")
+            )
             ok = "yes" if low <= e.report.effort_weeks <= high else "no"
             out.append(
                 f"| {e.expected['repository']} | {name} | {e.expected['task']} | {verdicts} | "

@@ -46,6 +46,28 @@ SKIP_DIRS = frozenset(
     }
 )
 MAX_BYTES = 2_000_000  # larger "source" files are generated or vendored; they are reported, not parsed
+# Files whose `#` comments are blanked before the text rules run (issue 30: a commented-out flag is not used).
+_HASH_COMMENTS = (
+    ".sh",
+    ".bash",
+    ".slurm",
+    ".sbatch",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".py",
+    ".env",
+    ".cfg",
+    ".def",
+)
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+# `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
+_INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
+_INSTALL_FILES = ("Dockerfile", ".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", "Makefile")
+# When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
+# detail, not findings of their own (one finding per concern).
+_COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
 
 
 def _info(rule: str, title: str, message: str, file: str, line: int | None = None) -> Finding:
@@ -82,6 +104,45 @@ def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Findi
         line=line,
         effort_weeks=rule.effort_weeks,
     )
+
+
+def _blank_comments(text: str) -> str:
+    """`#` comments replaced by spaces of the same length, so line numbers and offsets stay put."""
+    return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
+
+
+_DIST_NAME = re.compile(r"""^\s*name\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", re.MULTILINE)
+
+
+def local_packages(root: Path) -> dict[str, str]:
+    """Top-level Python packages and modules of the repository itself (`pkg/__init__.py`,
+    `src/pkg/__init__.py`, `module.py` at the root), each with its folder relative to the root: an import of
+    one of them is the project's own code, never the library of the same name (gpt-neox's `megatron` is not
+    Megatron-core)."""
+    names: dict[str, str] = {}
+    for base, prefix in ((root, ""), (root / "src", "src/")):
+        try:
+            children = list(base.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.name.endswith(".py") and base == root and child.name != "setup.py":
+                names[child.name[:-3]] = child.name
+            elif child.is_dir() and (child / "__init__.py").is_file():
+                names[child.name] = prefix + child.name + "/"
+    return names
+
+
+def declared_names(root: Path) -> frozenset[str]:
+    """The distribution names the repository declares (setup.py `name=`, pyproject/setup.cfg `name =`)."""
+    out: set[str] = set()
+    for name in ("setup.py", "pyproject.toml", "setup.cfg"):
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")[:200_000]
+        except OSError:
+            continue
+        out |= {normalize(m) for m in _DIST_NAME.findall(text)}
+    return frozenset(out)
 
 
 def _walk(root: Path, errors: list[OSError]) -> Iterator[tuple[str, str, str]]:
@@ -131,7 +192,19 @@ class _Scanner:
                 self.extensions.setdefault(ext, rule)
         self.ext_suffixes = tuple(self.extensions)
         self.rules = {r.id: r for r in kb.code_rules}
-        self.python = PythonMatcher(kb.code_rules)
+        self.package_globs = [
+            (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
+        ]
+        self.local = local_packages(root)
+        # A local package that is itself a library a rule names (Liger-Kernel's own `liger_kernel`): its own
+        # modules are its implementation, but the repository's examples and scripts that import it use it.
+        declared = declared_names(root)
+        self.library_self = {
+            name: folder
+            for name, folder in self.local.items()
+            if normalize(name) in declared and normalize(name) in self.packages
+        }
+        self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
         self.text_rules: list[tuple[CodeRule, re.Pattern[str], re.Pattern[str]]] = [
             (
@@ -163,6 +236,34 @@ class _Scanner:
         for err in errors:
             self.findings.append(self._unlistable(err))
 
+    def package_rule(self, pkg: str, extras: str = "") -> CodeRule | None:
+        """The rule for a distribution name (exact, then `cupy-cuda*`-style patterns), or for one of its
+        extras spelled as its own package (`trl[liger]` -> `trl-liger`)."""
+        name = normalize(pkg)
+        for extra in (e.strip() for e in extras.split(",") if e.strip()):
+            rule = self.packages.get(f"{name}-{normalize(extra)}")
+            if rule is not None:
+                return rule
+        rule = self.packages.get(name)
+        if rule is None:
+            rule = next((r for pat, r in self.package_globs if fnmatch.fnmatchcase(name, pat)), None)
+        return rule
+
+    def _installs(self, text: str, rel: str, name: str) -> None:
+        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script."""
+        for m in _INSTALL.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            for token in m.group(1).replace("\\\n", " ").split():
+                token = token.strip("'\"")
+                if token.startswith(("-", "$", ".", "/")) or "://" in token:
+                    continue
+                n = _INSTALL_NAME.match(token)
+                if n is None:
+                    continue
+                rule = self.package_rule(n.group(1), n.group(2) or "")
+                if rule is not None:
+                    self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+
     def _text_rules_for(self, name: str) -> list[tuple[CodeRule, re.Pattern[str]]]:
         """The text rules whose file patterns match `name` (cached for Python files, the common case)."""
         plain_py = name.endswith(".py") and not name.startswith("Dockerfile")  # not "Dockerfile.*"
@@ -175,7 +276,13 @@ class _Scanner:
 
     def _text(self, text: str, rel: str, name: str) -> None:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
-        rule and line."""
+        rule and line; `#` comments are skipped, and an Accelerate config's own blocks are not findings."""
+        if name.endswith(_HASH_COMMENTS) or name.startswith(("Dockerfile", "Makefile")):
+            text = _blank_comments(text)
+        if name.startswith("Dockerfile") or name.endswith(_INSTALL_FILES):
+            self._installs(text, rel, name)
+        covered: set[str] = set()
+        found: list[Finding] = []
         for rule, pattern in self._text_rules_for(name):
             if rule.text_literals and not any(lit in text for lit in rule.text_literals):
                 continue
@@ -185,7 +292,9 @@ class _Scanner:
                 if line not in seen:
                     seen.add(line)
                     what = m.group(0).strip()
-                    self.findings.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
+                    found.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
+                    covered |= _COVERED_BY.get(rule.id, frozenset())
+        self.findings += [f for f in found if f.rule not in covered]
 
     def _unlistable(self, err: OSError) -> Finding:
         where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
@@ -223,7 +332,7 @@ class _Scanner:
         if trouble is not None:
             self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
         for pkg, line in found:
-            rule = self.packages.get(pkg)
+            rule = self.package_rule(pkg)
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
 
@@ -251,11 +360,15 @@ class _Scanner:
             )
             self.findings += [problem, _review(problem)]
             return
-        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch):
+        local = None
+        if self.library_self:
+            outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
+            local = frozenset(self.local).difference(outside) if outside else None
+        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
             for pkg, line in self.python.string_requirements(tree):
-                rule = self.packages.get(normalize(pkg))
+                rule = self.package_rule(pkg)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
