@@ -64,7 +64,7 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 _INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
-_INSTALL_FILES = ("Dockerfile", ".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", "Makefile")
+_INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -104,6 +104,23 @@ def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Findi
         line=line,
         effort_weeks=rule.effort_weeks,
     )
+
+
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_]\w*)=[\"']?([^\s\"']+)", re.MULTILINE | re.IGNORECASE)
+_FROM_VAR = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+
+
+def _resolve_args(text: str) -> str:
+    """`FROM ${CUDA_IMAGE}` with `ARG CUDA_IMAGE=nvidia/cuda:12.9.0-devel` names the image its default names:
+    the FROM lines get the ARG defaults substituted (line numbers stay; the rest is untouched)."""
+    defaults = dict(_ARG.findall(text))
+    if not defaults:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip()[:4].upper() == "FROM":
+            lines[i] = _FROM_VAR.sub(lambda m: defaults.get(m.group(1), m.group(0)), line)
+    return "\n".join(lines)
 
 
 def _blank_comments(text: str) -> str:
@@ -277,9 +294,11 @@ class _Scanner:
     def _text(self, text: str, rel: str, name: str) -> None:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
         rule and line; `#` comments are skipped, and an Accelerate config's own blocks are not findings."""
-        if name.endswith(_HASH_COMMENTS) or name.startswith(("Dockerfile", "Makefile")):
+        if name.endswith(_HASH_COMMENTS) or name.startswith(("Dockerfile", "Makefile", "Containerfile")):
             text = _blank_comments(text)
-        if name.startswith("Dockerfile") or name.endswith(_INSTALL_FILES):
+        if name.startswith(("Dockerfile", "Containerfile")) or name.endswith((".dockerfile", ".Dockerfile")):
+            text = _resolve_args(text)
+        if name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(_INSTALL_FILES):
             self._installs(text, rel, name)
         covered: set[str] = set()
         found: list[Finding] = []
