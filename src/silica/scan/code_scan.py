@@ -14,6 +14,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from silica.errors import InputError
@@ -64,6 +65,7 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 _INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
+_GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
 _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
@@ -209,6 +211,8 @@ class _Scanner:
                 self.extensions.setdefault(ext, rule)
         self.ext_suffixes = tuple(self.extensions)
         self.rules = {r.id: r for r in kb.code_rules}
+        # a repository name spelled without separators (TransformerEngine -> transformer-engine)
+        self.squashed = {name.replace("-", ""): rule for name, rule in self.packages.items()}
         self.package_globs = [
             (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
         ]
@@ -261,7 +265,7 @@ class _Scanner:
             rule = self.packages.get(f"{name}-{normalize(extra)}")
             if rule is not None:
                 return rule
-        rule = self.packages.get(name)
+        rule = self.packages.get(name) or self.squashed.get(name.replace("-", ""))
         if rule is None:
             rule = next((r for pat, r in self.package_globs if fnmatch.fnmatchcase(name, pat)), None)
         return rule
@@ -272,6 +276,8 @@ class _Scanner:
             line = text.count("\n", 0, m.start()) + 1
             for token in m.group(1).replace("\\\n", " ").split():
                 token = token.strip("'\"")
+                if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
+                    token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
                 if token.startswith(("-", "$", ".", "/")) or "://" in token:
                     continue
                 n = _INSTALL_NAME.match(token)
@@ -392,6 +398,29 @@ class _Scanner:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
 
+NEURON_PATH_RULE = "neuron-path"
+
+
+def _on_neuron_path(findings: list[Finding]) -> list[Finding]:
+    """A file that is itself on a Neuron path (it imports optimum.neuron, sets NEURON_* variables, installs
+    Neuron packages) is Neuron code: its other findings become informational, since there
+    `attn_implementation="flash_attention_2"` is Optimum Neuron's NKI kernel and torchrun counts
+    NeuronCores (issue 30)."""
+    neuron_files = {f.file for f in findings if f.rule == NEURON_PATH_RULE and f.file is not None}
+    if not neuron_files:
+        return findings
+    return [
+        replace(
+            f,
+            impact=dict.fromkeys(f.impact, "info"),
+            message=f"{f.message} (in a file on the Neuron path)",
+        )
+        if f.file in neuron_files and f.rule != NEURON_PATH_RULE and f.rule != REVIEW_RULE
+        else f
+        for f in findings
+    ]
+
+
 def scan_code(directory: str | Path, *, task: Task = "inference") -> ScanReport:
     """Scan a repository directory for what stands between it and Neuron, for inference or training.
     Never runs its code."""
@@ -410,7 +439,8 @@ def scan_code(directory: str | Path, *, task: Task = "inference") -> ScanReport:
             "pass the root folder of a repository that holds its source files.",
         )
     findings = sorted(
-        task_findings(kb, scanner.findings, task), key=lambda f: (f.file or "", f.line or 0, f.rule)
+        task_findings(kb, _on_neuron_path(scanner.findings), task),
+        key=lambda f: (f.file or "", f.line or 0, f.rule),
     )
     per_target, effort = verdicts(kb, kind="code", findings=findings, task=task)
     return ScanReport(

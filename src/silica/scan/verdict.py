@@ -216,7 +216,7 @@ def work_items(
     return tuple(out)
 
 
-NEURON_PATH_RULE = "neuron-path"
+NEURON_PATH_RULE = "neuron-path"  # silica.scan.code_scan uses the same id
 
 
 def _knee(weeks: float, cap: float, tail_share: float) -> float:
