@@ -238,6 +238,7 @@ class _Scanner:
         ]
         globs = sorted({g for r in kb.code_rules for g in r.files})
         self._py_text_rules: list[tuple[CodeRule, re.Pattern[str]]] | None = None
+        self._gates: dict[tuple[str, ...], re.Pattern[str] | None] = {}
         self.text_names = re.compile("|".join(fnmatch.translate(g) for g in globs)) if globs else None
 
     def run(self) -> None:
@@ -287,6 +288,15 @@ class _Scanner:
                 if rule is not None:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
 
+    def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
+        """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""
+        key = tuple(r.id for r, _ in rules)
+        if key not in self._gates:
+            literals = [lit for r, _ in rules for lit in r.text_literals]
+            ok = rules and all(r.text_literals for r, _ in rules)
+            self._gates[key] = re.compile("|".join(map(re.escape, literals))) if ok else None
+        return self._gates[key]
+
     def _text_rules_for(self, name: str) -> list[tuple[CodeRule, re.Pattern[str]]]:
         """The text rules whose file patterns match `name` (cached for Python files, the common case)."""
         plain_py = name.endswith(".py") and not name.startswith("Dockerfile")  # not "Dockerfile.*"
@@ -300,17 +310,29 @@ class _Scanner:
     def _text(self, text: str, rel: str, name: str) -> None:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
         rule and line; `#` comments are skipped, and an Accelerate config's own blocks are not findings."""
+        installs = name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(
+            _INSTALL_FILES
+        )
+        candidates = self._text_rules_for(name)
+        gate = self._gate(candidates)
+        if gate is not None and not installs and gate.search(text) is None:
+            return  # one pass over the text: no rule's literal occurs (most Python files)
+        rules = [
+            (rule, pattern)
+            for rule, pattern in candidates
+            if not rule.text_literals or any(lit in text for lit in rule.text_literals)
+        ]
+        if not rules and not installs:  # most Python files: nothing to blank or match
+            return
         if name.endswith(_HASH_COMMENTS) or name.startswith(("Dockerfile", "Makefile", "Containerfile")):
             text = _blank_comments(text)
         if name.startswith(("Dockerfile", "Containerfile")) or name.endswith((".dockerfile", ".Dockerfile")):
             text = _resolve_args(text)
-        if name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(_INSTALL_FILES):
+        if installs:
             self._installs(text, rel, name)
         covered: set[str] = set()
         found: list[Finding] = []
-        for rule, pattern in self._text_rules_for(name):
-            if rule.text_literals and not any(lit in text for lit in rule.text_literals):
-                continue
+        for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1
