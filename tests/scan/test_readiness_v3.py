@@ -192,3 +192,16 @@ def test_kernel_effort_scales_with_the_number_of_kernels(tmp_path: Path) -> None
     few_w = next(w for w in few.target_verdicts["trainium2"].work_items if w.item == "port-custom-ops")
     many_w = next(w for w in many.target_verdicts["trainium2"].work_items if w.item == "port-custom-ops")
     assert many_w.weeks >= few_w.weeks + 13 * 1.0  # each further kernel is its own port, no ceiling
+
+
+def test_apptainer_images_and_pyproject_variants(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "env.def": "Bootstrap: docker\nFrom: nvidia/cuda:12.1.0-devel-ubuntu22.04\n",
+            "pyproject-cuda.toml": '[project]\nname = "x"\ndependencies = ["flash-attn>=2"]\n',
+            "docker/Dockerfile.ci": "ARG IMAGE=nvcr.io/nvidia/pytorch:24.02-py3\nFROM ${IMAGE}\n",
+        },
+    )
+    assert _where(report, "cuda-base-image") == ["docker/Dockerfile.ci:2", "env.def:2"]
+    assert _where(report, "flash-attn") == ["pyproject-cuda.toml:3"]
