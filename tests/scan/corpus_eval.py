@@ -27,7 +27,7 @@ import yaml
 from silica.scan import ScanReport, scan_code
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
-SETS = ("rules", "held-out", "held-out-2")
+SETS = ("rules", "held-out", "held-out-2", "held-out-3")
 KINDS = ("python", "configs", "scripts", "containers", "kernels")
 ALWAYS_COUNTED = frozenset({"neuron-path"})
 
