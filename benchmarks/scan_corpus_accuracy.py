@@ -41,7 +41,7 @@ def report(by_set: dict[str, list[Entry]]) -> str:
     out = [
         "## Totals by set",
         "",
-        "| set | repositories |" + _HEAD[0][1:],
+        "| set | repositories |" + _HEAD[0][3:],
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, items in by_set.items():
@@ -83,12 +83,21 @@ def first_scans() -> str:
     out = [
         "## Out of sample: each held-out set at its first scan",
         "",
-        "| set | repositories | | expected | found | TP | FP | FN | precision | recall | record |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| set | repositories | expected | found | TP | FP | FN | precision | recall | record |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for path in sorted(RESULTS.glob("scan_corpus_heldout*_first_scan.md")):
+    pooled = [0, 0, 0]
+    repos = 0
+    paths = RESULTS.glob("scan_corpus_heldout*_first_scan.md")
+    for path in sorted(paths, key=lambda p: p.name.replace("heldout_", "heldout1_")):
         rows = [r for r in path.read_text(encoding="utf-8").splitlines() if r.startswith("| held-out")]
-        out += [f"{rows[0]} {path.relative_to(ROOT)} |"] if rows else []
+        if rows:
+            out.append(f"{rows[0]} {path.relative_to(ROOT)} |")
+            cells = [c.strip() for c in rows[0].strip("|").split("|")]
+            pooled = [a + int(b) for a, b in zip(pooled, cells[4:7], strict=True)]
+            repos += int(cells[1])
+    tp, fp, fn = pooled
+    out.append(f"| all held-out, pooled | {repos} " + _row("", tp, fp, fn)[3:] + " |")
     return "\n".join(out) + "\n"
 
 

