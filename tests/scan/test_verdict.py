@@ -110,8 +110,9 @@ def test_training_task_on_a_model_blocks_inferentia2_and_adds_loss_parity() -> N
     assert effort >= min(v.effort_weeks for v in inference.values()) + parity - 0.5
 
 
-def test_work_items_sum_base_findings_and_caps() -> None:
-    """One work item: its base once, each rule capped, the item capped (data/neuron/effort.yaml)."""
+def test_work_items_sum_base_findings_and_knees() -> None:
+    """One work item: its base once, each rule and the item with a knee at their caps, beyond which weeks
+    count at the item's tail_share (issue 30: caps flattened big ports; data/neuron/effort.yaml)."""
     kb = knowledge()
     fairscale = kb.rule("fairscale-model-parallel")
     item = kb.effort.work_items["replace-parallel-layers"]
@@ -124,5 +125,12 @@ def test_work_items_sum_base_findings_and_caps() -> None:
     result, _ = verdicts(kb, kind="code", findings=findings)
     (only,) = result["trainium2"].work_items
     assert only.item == "replace-parallel-layers" and only.rules == (fairscale.id,)
-    assert only.weeks == min(item.cap_weeks, item.base_weeks + fairscale.effort_cap_weeks)
-    assert result["trainium2"].effort_weeks == 5.0  # 2.0 base + 40 x 0.25 capped at 3.0
+    tail = item.tail_share
+    assert 0 < tail < 1
+    rule = fairscale.effort_cap_weeks + tail * (40 * fairscale.effort_weeks - fairscale.effort_cap_weeks)
+    whole = item.base_weeks + rule
+    assert only.weeks == round(item.cap_weeks + tail * (whole - item.cap_weeks), 3)
+    hard_capped = min(item.cap_weeks, item.base_weeks + fairscale.effort_cap_weeks)
+    assert only.weeks > hard_capped  # forty occurrences cost more than the old ceiling
+    fewer, _ = verdicts(kb, kind="code", findings=findings[:10])
+    assert fewer["trainium2"].work_items[0].weeks < only.weeks  # and scale with the count

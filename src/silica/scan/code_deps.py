@@ -37,8 +37,11 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_PYPROJECT = re.compile(r"^pyproject(?:[-_.][\w.-]+)?\.toml$")
+
+
 def is_dependency_file(name: str) -> bool:
-    return bool(_REQUIREMENTS.match(name)) or name in (
+    return bool(_REQUIREMENTS.match(name) or _PYPROJECT.match(name)) or name in (
         "pyproject.toml",
         "setup.cfg",
         "environment.yml",
@@ -197,7 +200,7 @@ def _pyproject(text: str) -> Dependencies:
 
 def dependencies(name: str, text: str) -> Dependencies:
     """(normalized package name, line or None) for each dependency a file declares, and a problem if any."""
-    if name == "pyproject.toml":
+    if _PYPROJECT.match(name):  # pyproject.toml, and variants such as pyproject-cuda.toml (issue 30)
         return _pyproject(text)
     lines = text.splitlines()
     if name == "setup.cfg":

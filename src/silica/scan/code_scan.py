@@ -14,6 +14,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from silica.errors import InputError
@@ -46,6 +47,29 @@ SKIP_DIRS = frozenset(
     }
 )
 MAX_BYTES = 2_000_000  # larger "source" files are generated or vendored; they are reported, not parsed
+# Files whose `#` comments are blanked before the text rules run (issue 30: a commented-out flag is not used).
+_HASH_COMMENTS = (
+    ".sh",
+    ".bash",
+    ".slurm",
+    ".sbatch",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".py",
+    ".env",
+    ".cfg",
+    ".def",
+)
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+# `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
+_INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
+_GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
+_INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
+# When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
+# detail, not findings of their own (one finding per concern).
+_COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
 
 
 def _info(rule: str, title: str, message: str, file: str, line: int | None = None) -> Finding:
@@ -82,6 +106,62 @@ def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Findi
         line=line,
         effort_weeks=rule.effort_weeks,
     )
+
+
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_]\w*)=[\"']?([^\s\"']+)", re.MULTILINE | re.IGNORECASE)
+_FROM_VAR = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+
+
+def _resolve_args(text: str) -> str:
+    """`FROM ${CUDA_IMAGE}` with `ARG CUDA_IMAGE=nvidia/cuda:12.9.0-devel` names the image its default names:
+    the FROM lines get the ARG defaults substituted (line numbers stay; the rest is untouched)."""
+    defaults = dict(_ARG.findall(text))
+    if not defaults:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip()[:4].upper() == "FROM":
+            lines[i] = _FROM_VAR.sub(lambda m: defaults.get(m.group(1), m.group(0)), line)
+    return "\n".join(lines)
+
+
+def _blank_comments(text: str) -> str:
+    """`#` comments replaced by spaces of the same length, so line numbers and offsets stay put."""
+    return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
+
+
+_DIST_NAME = re.compile(r"""^\s*name\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", re.MULTILINE)
+
+
+def local_packages(root: Path) -> dict[str, str]:
+    """Top-level Python packages and modules of the repository itself (`pkg/__init__.py`,
+    `src/pkg/__init__.py`, `module.py` at the root), each with its folder relative to the root: an import of
+    one of them is the project's own code, never the library of the same name (gpt-neox's `megatron` is not
+    Megatron-core)."""
+    names: dict[str, str] = {}
+    for base, prefix in ((root, ""), (root / "src", "src/")):
+        try:
+            children = list(base.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.name.endswith(".py") and base == root and child.name != "setup.py":
+                names[child.name[:-3]] = child.name
+            elif child.is_dir() and (child / "__init__.py").is_file():
+                names[child.name] = prefix + child.name + "/"
+    return names
+
+
+def declared_names(root: Path) -> frozenset[str]:
+    """The distribution names the repository declares (setup.py `name=`, pyproject/setup.cfg `name =`)."""
+    out: set[str] = set()
+    for name in ("setup.py", "pyproject.toml", "setup.cfg"):
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")[:200_000]
+        except OSError:
+            continue
+        out |= {normalize(m) for m in _DIST_NAME.findall(text)}
+    return frozenset(out)
 
 
 def _walk(root: Path, errors: list[OSError]) -> Iterator[tuple[str, str, str]]:
@@ -131,7 +211,21 @@ class _Scanner:
                 self.extensions.setdefault(ext, rule)
         self.ext_suffixes = tuple(self.extensions)
         self.rules = {r.id: r for r in kb.code_rules}
-        self.python = PythonMatcher(kb.code_rules)
+        # a repository name spelled without separators (TransformerEngine -> transformer-engine)
+        self.squashed = {name.replace("-", ""): rule for name, rule in self.packages.items()}
+        self.package_globs = [
+            (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
+        ]
+        self.local = local_packages(root)
+        # A local package that is itself a library a rule names (Liger-Kernel's own `liger_kernel`): its own
+        # modules are its implementation, but the repository's examples and scripts that import it use it.
+        declared = declared_names(root)
+        self.library_self = {
+            name: folder
+            for name, folder in self.local.items()
+            if normalize(name) in declared and normalize(name) in self.packages
+        }
+        self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
         self.text_rules: list[tuple[CodeRule, re.Pattern[str], re.Pattern[str]]] = [
             (
@@ -144,6 +238,7 @@ class _Scanner:
         ]
         globs = sorted({g for r in kb.code_rules for g in r.files})
         self._py_text_rules: list[tuple[CodeRule, re.Pattern[str]]] | None = None
+        self._gates: dict[tuple[str, ...], re.Pattern[str] | None] = {}
         self.text_names = re.compile("|".join(fnmatch.translate(g) for g in globs)) if globs else None
 
     def run(self) -> None:
@@ -163,6 +258,45 @@ class _Scanner:
         for err in errors:
             self.findings.append(self._unlistable(err))
 
+    def package_rule(self, pkg: str, extras: str = "") -> CodeRule | None:
+        """The rule for a distribution name (exact, then `cupy-cuda*`-style patterns), or for one of its
+        extras spelled as its own package (`trl[liger]` -> `trl-liger`)."""
+        name = normalize(pkg)
+        for extra in (e.strip() for e in extras.split(",") if e.strip()):
+            rule = self.packages.get(f"{name}-{normalize(extra)}")
+            if rule is not None:
+                return rule
+        rule = self.packages.get(name) or self.squashed.get(name.replace("-", ""))
+        if rule is None:
+            rule = next((r for pat, r in self.package_globs if fnmatch.fnmatchcase(name, pat)), None)
+        return rule
+
+    def _installs(self, text: str, rel: str, name: str) -> None:
+        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script."""
+        for m in _INSTALL.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            for token in m.group(1).replace("\\\n", " ").split():
+                token = token.strip("'\"")
+                if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
+                    token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
+                if token.startswith(("-", "$", ".", "/")) or "://" in token:
+                    continue
+                n = _INSTALL_NAME.match(token)
+                if n is None:
+                    continue
+                rule = self.package_rule(n.group(1), n.group(2) or "")
+                if rule is not None:
+                    self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+
+    def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
+        """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""
+        key = tuple(r.id for r, _ in rules)
+        if key not in self._gates:
+            literals = [lit for r, _ in rules for lit in r.text_literals]
+            ok = rules and all(r.text_literals for r, _ in rules)
+            self._gates[key] = re.compile("|".join(map(re.escape, literals))) if ok else None
+        return self._gates[key]
+
     def _text_rules_for(self, name: str) -> list[tuple[CodeRule, re.Pattern[str]]]:
         """The text rules whose file patterns match `name` (cached for Python files, the common case)."""
         plain_py = name.endswith(".py") and not name.startswith("Dockerfile")  # not "Dockerfile.*"
@@ -175,17 +309,39 @@ class _Scanner:
 
     def _text(self, text: str, rel: str, name: str) -> None:
         """Line patterns (launch commands, NCCL variables, CUDA base images, ZeRO configs): one finding per
-        rule and line."""
-        for rule, pattern in self._text_rules_for(name):
-            if rule.text_literals and not any(lit in text for lit in rule.text_literals):
-                continue
+        rule and line; `#` comments are skipped, and an Accelerate config's own blocks are not findings."""
+        installs = name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(
+            _INSTALL_FILES
+        )
+        candidates = self._text_rules_for(name)
+        gate = self._gate(candidates)
+        if gate is not None and not installs and gate.search(text) is None:
+            return  # one pass over the text: no rule's literal occurs (most Python files)
+        rules = [
+            (rule, pattern)
+            for rule, pattern in candidates
+            if not rule.text_literals or any(lit in text for lit in rule.text_literals)
+        ]
+        if not rules and not installs:  # most Python files: nothing to blank or match
+            return
+        if name.endswith(_HASH_COMMENTS) or name.startswith(("Dockerfile", "Makefile", "Containerfile")):
+            text = _blank_comments(text)
+        if name.startswith(("Dockerfile", "Containerfile")) or name.endswith((".dockerfile", ".Dockerfile")):
+            text = _resolve_args(text)
+        if installs:
+            self._installs(text, rel, name)
+        covered: set[str] = set()
+        found: list[Finding] = []
+        for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1
                 if line not in seen:
                     seen.add(line)
                     what = m.group(0).strip()
-                    self.findings.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
+                    found.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
+                    covered |= _COVERED_BY.get(rule.id, frozenset())
+        self.findings += [f for f in found if f.rule not in covered]
 
     def _unlistable(self, err: OSError) -> Finding:
         where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
@@ -223,7 +379,7 @@ class _Scanner:
         if trouble is not None:
             self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
         for pkg, line in found:
-            rule = self.packages.get(pkg)
+            rule = self.package_rule(pkg)
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
 
@@ -251,13 +407,40 @@ class _Scanner:
             )
             self.findings += [problem, _review(problem)]
             return
-        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch):
+        local = None
+        if self.library_self:
+            outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
+            local = frozenset(self.local).difference(outside) if outside else None
+        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
             for pkg, line in self.python.string_requirements(tree):
-                rule = self.packages.get(normalize(pkg))
+                rule = self.package_rule(pkg)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
+
+
+NEURON_PATH_RULE = "neuron-path"
+
+
+def _on_neuron_path(findings: list[Finding]) -> list[Finding]:
+    """A file that is itself on a Neuron path (it imports optimum.neuron, sets NEURON_* variables, installs
+    Neuron packages) is Neuron code: its other findings become informational, since there
+    `attn_implementation="flash_attention_2"` is Optimum Neuron's NKI kernel and torchrun counts
+    NeuronCores (issue 30)."""
+    neuron_files = {f.file for f in findings if f.rule == NEURON_PATH_RULE and f.file is not None}
+    if not neuron_files:
+        return findings
+    return [
+        replace(
+            f,
+            impact=dict.fromkeys(f.impact, "info"),
+            message=f"{f.message} (in a file on the Neuron path)",
+        )
+        if f.file in neuron_files and f.rule != NEURON_PATH_RULE and f.rule != REVIEW_RULE
+        else f
+        for f in findings
+    ]
 
 
 def scan_code(directory: str | Path, *, task: Task = "inference") -> ScanReport:
@@ -278,7 +461,8 @@ def scan_code(directory: str | Path, *, task: Task = "inference") -> ScanReport:
             "pass the root folder of a repository that holds its source files.",
         )
     findings = sorted(
-        task_findings(kb, scanner.findings, task), key=lambda f: (f.file or "", f.line or 0, f.rule)
+        task_findings(kb, _on_neuron_path(scanner.findings), task),
+        key=lambda f: (f.file or "", f.line or 0, f.rule),
     )
     per_target, effort = verdicts(kb, kind="code", findings=findings, task=task)
     return ScanReport(

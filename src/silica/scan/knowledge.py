@@ -155,6 +155,9 @@ class CodeRule(_Row):
     files: tuple[str, ...] = ()
     # substrings one of which every `text` match contains: a file with none of them is not searched
     text_literals: tuple[str, ...] = ()
+    # how occurrences are sized: once per file (one change, however many call sites), or per finding
+    # (each Triton kernel is its own port)
+    counts: Literal["file", "finding"] = "file"
 
 
 class _CodeRules(_Row):
@@ -163,11 +166,19 @@ class _CodeRules(_Row):
 
 
 class WorkItem(_Row):
-    """A named piece of porting work: base weeks once any finding needs it, plus the findings' weeks, capped."""
+    """A named piece of porting work: base weeks once any finding needs it, plus the findings' weeks.
+
+    Caps are knees, not ceilings (issue 30): weeks beyond a rule's or the item's cap count at `tail_share`
+    (0 restores a hard cap, 1 removes it), so a package of 17 kernels costs more than one of 4.
+    `target_extra_weeks` adds weeks on the targets where the rules say the work differs (FSDP/DTensor need
+    TorchNeuron, which Trainium1 does not have)."""
 
     title: str
     base_weeks: float = Field(ge=0)
     cap_weeks: float = Field(ge=0)
+    tail_share: float = Field(default=0.0, ge=0, le=1)
+    target_extra_weeks: dict[str, float] = Field(default_factory=dict)
+    target_extra_reasoning: str = ""
     reasoning: str = Field(min_length=1)
 
 
@@ -194,6 +205,8 @@ class EffortRules(_Row):
     scan_failure_weeks: float = Field(ge=0)
     round_to_weeks: float = Field(gt=0)
     work_items: dict[str, WorkItem]
+    # When the repository ships a Neuron path, the CUDA-path items count at this share (effort.yaml).
+    neuron_path_share: float = Field(ge=0, le=1)
     training: TrainingRules
 
 

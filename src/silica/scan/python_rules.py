@@ -35,6 +35,11 @@ _DATA_DEPENDENT_CALLS = frozenset(
     {"torch.any", "torch.all", "torch.equal", "torch.is_nonzero", "torch.allclose"}
 )
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_PINNED_REQ = re.compile(
+    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~]=|[<>]|===)\s*[0-9]"
+)
+# Modules whose arrays live on the host: `np.unique(x)`, `df.any()` on them is not device control flow.
+_HOST_MODULES = frozenset({"numpy", "pandas", "math", "scipy", "random", "statistics"})
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -51,8 +56,9 @@ def _dotted(node: ast.AST) -> str | None:
 class PythonMatcher:
     """The code rules, compiled for lookups by import, call, method, keyword, argument and decorator."""
 
-    def __init__(self, rules: Sequence[CodeRule]) -> None:
+    def __init__(self, rules: Sequence[CodeRule], *, local: frozenset[str] = frozenset()) -> None:
         self.rules = list(rules)
+        self.local = local  # the scanned repository's own top-level packages: never a library
         self.ids = [r.id for r in self.rules]
         self._imports: dict[str, set[int]] = {}  # module prefix -> rules that name it
         self._exact: dict[str, int] = {}  # call pattern -> first rule; matched against dotted suffixes
@@ -237,13 +243,19 @@ class PythonMatcher:
 
     # --- the tree ---------------------------------------------------------------------------------------
 
-    def scan(self, tree: ast.AST, *, uses_torch: bool) -> list[Match]:
-        """Every match in one parsed file."""
-        return _FileScan(self, uses_torch).run(tree)
+    def scan(self, tree: ast.AST, *, uses_torch: bool, local: frozenset[str] | None = None) -> list[Match]:
+        """Every match in one parsed file; `local` overrides the repository's own packages for this file."""
+        return _FileScan(self, uses_torch, self.local if local is None else local).run(tree)
 
     def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, int]]:
-        """String constants inside setup(install_requires=..., extras_require=...) calls."""
+        """String constants inside setup(install_requires=..., extras_require=...) calls, and anywhere in
+        setup.py a string spelled as a pinned requirement ("triton>=2.3.1"): requirement lists are often
+        built by helper functions or variables before they reach setup()."""
         for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                m = _PINNED_REQ.match(node.value)
+                if m:
+                    yield m.group(1), node.lineno
             if not isinstance(node, ast.Call):
                 continue
             for kw in node.keywords:
@@ -319,8 +331,9 @@ class _FileScan(ast.NodeVisitor):
     tests are kept and matched after the pass, once every import alias of the file is known.
     """
 
-    def __init__(self, matcher: PythonMatcher, uses_torch: bool) -> None:
+    def __init__(self, matcher: PythonMatcher, uses_torch: bool, local: frozenset[str]) -> None:
         self.m = matcher
+        self.local = local
         self.torch = uses_torch
         self.aliases: dict[str, str] = {}
         self.out: list[Match] = []
@@ -337,7 +350,9 @@ class _FileScan(ast.NodeVisitor):
             ast.AsyncFunctionDef: self.visit_FunctionDef,
             ast.Assign: self.visit_Assign,
             ast.AnnAssign: self.visit_Assign,
+            ast.ClassDef: self.visit_ClassDef,
         }
+        self.defaults: list[tuple[str, ast.expr, int]] = []  # (parameter or field, default value, line)
         self.bound: dict[str, list[tuple[str, int]]] = {}  # name -> string values assigned to it, with lines
         if uses_torch and matcher._data_dependent is not None:
             self._handlers[ast.If] = self.visit_If
@@ -388,6 +403,8 @@ class _FileScan(ast.NodeVisitor):
         for a in node.names:
             head = a.name.split(".")[0]
             self.aliases[a.asname or head] = a.name if a.asname else head
+            if head in self.local:
+                continue
             hit = self.m.import_match(a.name)
             if hit is not None:
                 self._add(hit[0], f"imports {hit[1]}", node.lineno)
@@ -397,6 +414,8 @@ class _FileScan(ast.NodeVisitor):
         if node.module and node.level == 0:
             for a in node.names:
                 self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            if node.module.split(".")[0] in self.local:
+                return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
                 self._add(hit[0], f"imports {hit[1]}", node.lineno)
@@ -419,8 +438,30 @@ class _FileScan(ast.NodeVisitor):
         return False
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Decorated functions are kept for the decorator rules; a parameter's default value is matched
+        like a keyword argument (`def load(attn_implementation="flash_attention_2")` switches it on for
+        every caller that does not pass it)."""
         if node.decorator_list:
             self.functions.append(node)
+        a = node.args
+        positional = [*a.posonlyargs, *a.args]
+        pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True))
+        pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+        for arg, default in pairs:
+            self.defaults.append((arg.arg, default, default.lineno))
+        return False
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> bool:
+        """A class attribute or dataclass field with a constant value (`dist_backend = 'nccl'`,
+        `attn_implementation: str = "flash_attention_2"`) is matched like a keyword argument."""
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and type(stmt.targets[0]) is ast.Name:
+                self.defaults.append((stmt.targets[0].id, stmt.value, stmt.lineno))
+            elif isinstance(stmt, ast.AnnAssign) and type(stmt.target) is ast.Name and stmt.value is not None:
+                value = stmt.value
+                if type(value) is ast.Call and _dotted(value.func) in ("field", "dataclasses.field"):
+                    value = next((k.value for k in value.keywords if k.arg == "default"), value)
+                self.defaults.append((stmt.target.id, value, stmt.lineno))
         return False
 
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> bool:
@@ -453,11 +494,14 @@ class _FileScan(ast.NodeVisitor):
     # --- matching, after the pass -----------------------------------------------------------------------
 
     def resolve(self, node: ast.AST) -> str | None:
+        """The dotted name through the file's imports; None for names of the repository's own packages."""
         name = _dotted(node)
         if name is None:
             return None
         head, _, rest = name.partition(".")
         full = self.aliases.get(head, head)
+        if full.split(".", 1)[0] in self.local:
+            return None
         return f"{full}.{rest}" if rest else full
 
     def _match(self) -> None:
@@ -478,6 +522,12 @@ class _FileScan(ast.NodeVisitor):
                     break
         for test, calls in self.tests:
             self._control_flow(test, calls)
+        for key, value_node, line in self.defaults:
+            for value, _ in self._values(value_node):
+                rule = m._keyword_rule(key, value)
+                if rule is not None:
+                    self._add(rule, f"defaults {key}={value!r}", line)
+                    break
 
     def _call(self, node: ast.Call) -> None:
         """The call's own name or method (one rule), then its keyword arguments (one rule each:
@@ -488,11 +538,11 @@ class _FileScan(ast.NodeVisitor):
         matched = False
         if type(func) is ast.Name and func.id in self.aliases:  # a bare name from `from x import y`
             name = self.aliases[func.id]
-            rule = m.call_rule(name)
+            rule = m.call_rule(name) if name.split(".", 1)[0] not in self.local else None
             if rule is not None:
                 self._add(rule, f"calls {name}", node.lineno)
                 matched = True
-        if not matched and self.torch and type(func) is ast.Attribute:
+        if not matched and self.torch and type(func) is ast.Attribute and not self._host(func):
             rule = m._methods.get(func.attr)
             if rule is not None and m.call_rule(self.resolve(func) or "") is None:
                 self._add(rule, f"calls .{func.attr}()", node.lineno)
@@ -529,13 +579,34 @@ class _FileScan(ast.NodeVisitor):
             return [(str(v), "")] if isinstance(v, bool | int) else []
         if type(node) is ast.Name:
             return [(v, f" (held in `{node.id}`, line {line})") for v, line in self.bound.get(node.id, ())]
+        if type(node) is ast.Attribute:  # dtype=torch.float16: the resolved dotted name is the value
+            name = self.resolve(node)
+            return [(name, "")] if name else []
         return []
+
+    def _host(self, func: ast.Attribute) -> bool:
+        """Whether a method call is made on a host library (numpy, pandas): `np.unique(x)`,
+        `np.any(mask)`, `pd.Series(x).unique()`, `np.array(x).nonzero()` are host code, not device code."""
+        base: ast.expr = func.value
+        while True:
+            if type(base) is ast.Call:
+                base = base.func
+            elif type(base) is ast.Attribute:
+                base = base.value
+            else:
+                break
+        if type(base) is not ast.Name:
+            return False
+        head = self.aliases.get(base.id, base.id).split(".", 1)[0]
+        return head in _HOST_MODULES
 
     def _control_flow(self, node: ast.If | ast.While, calls: list[ast.Call]) -> None:
         rule = self.m._data_dependent
         assert rule is not None
         for call in calls:
             func = call.func
+            if isinstance(func, ast.Attribute) and self._host(func):
+                continue
             name = self.resolve(func) or ""
             method = func.attr if isinstance(func, ast.Attribute) else ""
             if name in _DATA_DEPENDENT_CALLS or method in _DATA_DEPENDENT_METHODS:

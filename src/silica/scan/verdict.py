@@ -170,10 +170,25 @@ def work_items(
     rule_item.setdefault("unscanned-source", "review-unscanned")
     caps = {r.id: r.effort_cap_weeks for r in kb.code_rules}
     weeks: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    neuron_path = False
+    per_file = {r.id: r.counts == "file" for r in kb.code_rules}
+    seen: set[tuple[str, str | None]] = set()
     for f in findings:
+        if f.rule == NEURON_PATH_RULE:
+            neuron_path = True
         item = rule_item.get(f.rule)
-        if item is not None and f.impact.get(target, "info") != "info":
-            weeks[item][f.rule] += f.effort_weeks
+        if item is None or f.impact.get(target, "info") == "info":
+            continue
+        # A change counts once per file (180 megatron.* call sites in 5 files are 5 files to port), except
+        # where each finding is its own piece of work (rule `counts: finding`: each Triton kernel).
+        if f.file is not None and per_file.get(f.rule, True):
+            if (f.rule, f.file) in seen:
+                continue
+            seen.add((f.rule, f.file))
+        weeks[item][f.rule] += f.effort_weeks
+    if neuron_path:
+        weeks[rule_item.get(NEURON_PATH_RULE, "switch-to-neuron-path")][NEURON_PATH_RULE] += 0.0
+    share = kb.effort.neuron_path_share if neuron_path else 1.0
     out = []
     for name, spec in items.items():
         extra = 0.0
@@ -183,12 +198,30 @@ def work_items(
             rules.append("task:training")
         if not rules:
             continue
-        found = sum(min(w, caps.get(rule, w)) for rule, w in weeks.get(name, {}).items())
+        found = sum(_knee(w, caps.get(rule, w), spec.tail_share) for rule, w in weeks.get(name, {}).items())
         base = spec.base_weeks if weeks.get(name) else 0.0
-        total = min(spec.cap_weeks, base + found) + extra
-        reasoning = spec.reasoning + (f"; training: {kb.effort.training.reasoning}" if extra else "")
+        total = _knee(base + found, spec.cap_weeks, spec.tail_share)
+        reasoning = spec.reasoning
+        if weeks.get(name) and target in spec.target_extra_weeks:
+            total += spec.target_extra_weeks[target]
+            reasoning += f"; on {target}: {spec.target_extra_reasoning}"
+        if name != "switch-to-neuron-path":
+            total *= share
+            if neuron_path:
+                reasoning += f"; scaled by {share:g}: the repository ships a Neuron path"
+        total += extra
+        if extra:
+            reasoning += f"; training: {kb.effort.training.reasoning}"
         out.append(WorkItemEffort(name, spec.title, round(total, 3), tuple(sorted(rules)), reasoning))
     return tuple(out)
+
+
+NEURON_PATH_RULE = "neuron-path"  # silica.scan.code_scan uses the same id
+
+
+def _knee(weeks: float, cap: float, tail_share: float) -> float:
+    """Weeks up to `cap` in full, beyond it at `tail_share` (effort.yaml: caps are knees, not ceilings)."""
+    return min(weeks, cap) + tail_share * max(0.0, weeks - cap)
 
 
 def _one(
@@ -252,6 +285,11 @@ def _one(
         breakdown.extend(_finding_weeks(kb, findings, target))
         if task == "training":
             breakdown.append(("training: loss parity", rules.training.validate_numerics_weeks))
+    if kind == "code" and any(f.rule == NEURON_PATH_RULE for f in findings):
+        where = sorted({f.file for f in findings if f.rule == NEURON_PATH_RULE and f.file})
+        work.insert(
+            0, f"switch to the existing Neuron path ({', '.join(where[:3])}) rather than port the CUDA path"
+        )
     verdict: Verdict = "blocked" if blockers else "needs-work" if work else "ready"
     total = _round_up(sum(w for _, w in breakdown), rules.round_to_weeks)
     return TargetVerdict(
