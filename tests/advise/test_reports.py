@@ -88,16 +88,24 @@ def test_advice_html_shows_the_library_numbers_and_rule_sources() -> None:
 
 
 def test_advice_splits_the_saving_into_right_size_and_chip_change() -> None:
-    # The reranker: right-sizing stays on NVIDIA (g6e), the chip change goes to Inferentia.
+    # The reranker: right-sizing stays on NVIDIA (g6e); Inferentia is judged on what it adds over that.
     [doc] = [w for w in example().workloads if w.name == "reranker"]
     r, p = doc.right_size, doc.proposed
-    assert r is not None and p is not None and r.group == "nvidia" and p.group == "inferentia"
+    assert r is not None and p is not None and r.group == p.group == "nvidia" and p == r
+    inf = max(
+        (o for o in doc.options if o.group == "inferentia" and o.credited_savings_usd is not None),
+        key=lambda o: o.credited_savings_usd or 0.0,
+    )
     html = advice_html(example(), META)
-    right = money(doc.current.monthly_usd - r.monthly_usd)
-    extra = money(r.monthly_usd - p.monthly_usd)
-    assert f"{right}/mo<br><span class='small'>{weeks(r.migration_weeks)}</span>" in html
-    assert f"{extra}/mo more<br><span class='small'>{weeks(p.migration_weeks)}</span>" in html
-    assert r.migration_weeks < p.migration_weeks  # right-sizing is the cheaper step
+    right = money(doc.current.monthly_usd - (r.monthly_usd or 0.0))
+    extra = money(inf.credited_savings_usd)
+    # Each amount is labelled as a saving; the chip change shows its own increment and payback.
+    assert f"saves {right}/mo<br><span class='small'>{weeks(r.migration_weeks)}</span>" in html
+    assert f"inferentia: saves {extra}/mo more<br>" in html
+    assert (
+        f"declined: {weeks(inf.credited_migration_weeks)}, pays back in {months(inf.payback_months)}" in html
+    )
+    assert r.migration_weeks < inf.migration_weeks  # right-sizing is the cheaper step
 
 
 def test_money_and_months_read_as_a_person_writes_them() -> None:

@@ -17,7 +17,7 @@ from silica.report._format import money, months, pct, plain_reason, price, weeks
 from silica.report.page import Meta, badge, figure, page, table, text, ul
 from silica.report.svg import Bar, bar_chart, grid_chart
 
-__all__ = ["advice_html", "reason_html", "saving_steps", "steps_text"]
+__all__ = ["advice_html", "payback_text", "reason_html", "saving_steps", "steps_text"]
 
 
 def reason_html(reason: str, thresholds: Iterable[str]) -> str:
@@ -37,23 +37,67 @@ def _effort(value: float) -> str:
     return "no porting work" if value == 0 else weeks(value)
 
 
-def saving_steps(a: WorkloadAdvice) -> tuple[tuple[str, str], tuple[str, str]]:
-    """The two saving steps as (amount, effort): right-size in today's family, then the extra from a
-    chip change. The amount is "-" when there is no such step, "(same vendor)" when the proposal is
-    itself a right-size."""
-    r, p = a.right_size, a.proposed
-    today = a.current.monthly_usd
-    first = (
-        ("-", "")
-        if r is None or r.monthly_usd is None
-        else (f"{money(today - r.monthly_usd)}/mo", _effort(r.migration_weeks))
+def _payback(o: Option) -> str:
+    return (
+        "pays back at once" if o.credited_migration_weeks == 0 else f"pays back in {months(o.payback_months)}"
     )
-    if p is None or p.monthly_usd is None or (r is not None and p.group == r.group):
-        second = ("-" if p is None else "(same vendor)", "")
+
+
+def _saves(amount: float, more: str = "") -> str:
+    """A monthly amount labelled for what it is: a saving, or a cost (never a bare figure)."""
+    return f"saves {money(amount)}/mo{more}" if round(amount) >= 0 else f"costs {money(-amount)}/mo more"
+
+
+def saving_steps(a: WorkloadAdvice) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The ladder's two steps as (amount, effort), read from the options' own credited figures.
+
+    Right-size on today's vendor against today; change chip against that right-size. A step the
+    verdict does not take says "declined" with its own figures; an absent step says why it is absent.
+    """
+    r, p = a.right_size, a.proposed
+    if r is None or r.monthly_usd is None:
+        first = (
+            "nothing cheaper on today's vendor" if a.current.instance else "today's instance unknown",
+            "",
+        )
     else:
-        base = r.monthly_usd if r is not None and r.monthly_usd is not None else today
-        second = (f"{money(base - p.monthly_usd)}/mo more", _effort(p.migration_weeks))
+        effort = _effort(r.migration_weeks)
+        if p is None or p.instance != r.instance:
+            taken = p is not None and p.step == "change chip" and r.status == "eligible"
+            effort += "; superseded by the chip change" if taken else "; declined (see why)"
+        first = (_saves(a.current.monthly_usd - r.monthly_usd), effort)
+    chips = [o for o in a.options if o.step == "change chip"]
+    priced = [o for o in chips if o.credited_savings_usd is not None and o.status in ("eligible", "excluded")]
+    if p is not None and p.step == "change chip" and p.credited_savings_usd is not None:
+        more = "" if r is None else " more"
+        second = (_saves(p.credited_savings_usd, more), f"{weeks(p.credited_migration_weeks)}, {_payback(p)}")
+    elif priced:
+        o = max(priced, key=lambda o: o.credited_savings_usd or 0.0)
+        more = " more" if r is not None else ""
+        text = f"{o.group}: {_saves(o.credited_savings_usd or 0.0, more)}"
+        if o.payback_months is not None:
+            detail = f"declined: {weeks(o.credited_migration_weeks)}, {_payback(o)}"
+        else:
+            detail = "declined"
+        second = (text, detail)
+    elif any(o.status == "unpriced" for o in chips):
+        second = ("no public price", "break-even price in the details")
+    elif any(o.status == "disqualified" for o in chips):
+        second = ("ruled out", "see why")
+    elif chips:
+        second = ("cannot run it", "see the options")
+    else:
+        second = ("none in the catalog", "")
     return first, second
+
+
+def payback_text(a: WorkloadAdvice) -> str:
+    """The payback of the step the verdict takes (its credited effort over its credited saving)."""
+    if a.proposed is None:
+        return "-"
+    if a.proposed.credited_migration_weeks == 0:
+        return "at once (no effort)"
+    return months(a.proposed.payback_months)
 
 
 def steps_text(a: WorkloadAdvice) -> tuple[str, str]:
@@ -84,7 +128,7 @@ def advice_html(advice: Advice, meta: Meta) -> str:
                 first,
                 second,
                 money(a.proposed_monthly_usd),
-                months(a.payback_months) if a.proposed else "-",
+                payback_text(a),
             ]
         )
     body.append(
