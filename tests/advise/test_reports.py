@@ -144,3 +144,16 @@ def test_a_saving_that_rounds_to_nothing_has_no_sign() -> None:
 
     assert money(-0.3) == "$0" and money(0.4) == "$0" and money(-1.6) == "-$2"
     assert percent(-0.001) == "0%" and percent(-0.2) == "-20%"
+
+
+def test_advice_report_leads_with_a_summary_and_folds_each_workload() -> None:
+    html = advice_html(example(), META)
+    summary, rest = html.split("<h2>Workloads</h2>", 1)
+    # The summary screen: totals, every verdict and its saving and payback, before any detail.
+    assert "should change" in summary and "saving $" in summary and "payback" in summary
+    assert summary.index("<table") < summary.index("<details")
+    for w in example().workloads:
+        assert f'href="#w-{w.name}"' in summary
+        assert f'<details class="workload" id="w-{w.name}">' in rest
+    # No bare "-" where a figure or the reason for its absence can be given.
+    assert "<td>-</td>" not in html and '<td class="num">-</td>' not in html
