@@ -66,7 +66,7 @@ def test_every_row_loads_with_source_and_date(catalog: cat.Catalog) -> None:
         *catalog.instances.values(),
         *catalog.prices,
     ]
-    assert len(catalog.chips) == 19 and len(catalog.instances) == 39  # 32 EC2 types + 7 reference systems
+    assert catalog.chips and catalog.instances  # completeness: tests/test_catalog_complete.py
     for row in rows:
         assert row.source.strip() and row.as_of.strip(), row
     for inst in catalog.instances.values():
@@ -282,7 +282,8 @@ def test_region_without_prices_is_an_error(catalog: cat.Catalog, region: str) ->
 
 
 def test_region_with_prices_but_not_for_this_instance_is_unpriced(catalog: cat.Catalog) -> None:
-    assert price_for(catalog, "p5.48xlarge", "on_demand", "us-west-2") is None
+    # p5.48xlarge has no public price in eu-central-1 (the January 2026 data lists none there).
+    assert price_for(catalog, "p5.48xlarge", "on_demand", "eu-central-1") is None
 
 
 def test_user_prices_file_replaces_and_adds(tmp_path: Path) -> None:
@@ -295,7 +296,8 @@ def test_user_prices_file_replaces_and_adds(tmp_path: Path) -> None:
     catalog = load_catalog(prices_path=path)
     p5 = price_for(catalog, "p5.48xlarge")
     assert p5 is not None and (p5.usd_per_hour, p5.source) == (50.0, "our EDP rate card")
-    assert len([p for p in catalog.prices if p.instance == "p5.48xlarge" and p.option == "on_demand"]) == 1
+    same = ("p5.48xlarge", "us-east-1", "on_demand")
+    assert len([p for p in catalog.prices if (p.instance, p.region, p.option) == same]) == 1
     trn2 = price_for(catalog, "trn2.48xlarge")
     assert trn2 is not None and trn2.usd_per_hour == 35.76 and trn2.notes == "negotiated"
     assert len(catalog.prices) == len(load_catalog().prices) + 1
@@ -488,7 +490,7 @@ def test_cli_instances_json() -> None:
     listed = json.loads(result.stdout)["instances"]
     assert listed == plain(cat.instance_rows(load_catalog()))  # the library's rows, serialised
     rows = {r["instance"]["id"]: r for r in listed}
-    assert len(rows) == 39  # EC2 types, UltraServers and reference systems (DGX, NVL72)
+    assert set(rows) == set(load_catalog().instances)  # EC2 types, UltraServers, reference systems
     assert rows["p5.48xlarge"]["instance"]["chip"] == rows["p5.48xlarge"]["chip"]["id"] == "h100"
     assert {(p["option"], p["usd_per_hour"]) for p in rows["p5.48xlarge"]["prices"]} >= {("on_demand", 55.04)}
     assert rows["p5.48xlarge"]["price"]["option"] == "on_demand"
@@ -504,7 +506,8 @@ def test_cli_instances_json_with_a_user_price() -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     rows = {r["instance"]["id"]: r for r in json.loads(result.stdout)["instances"]}
-    assert set(rows) == {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"}
+    assert set(rows) >= {"p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"}
+    assert all(i.startswith("p5") for i in rows)
     assert (rows["p5.48xlarge"]["price"]["option"], rows["p5.48xlarge"]["price"]["usd_per_hour"]) == (
         "user",
         1.0,
@@ -521,7 +524,7 @@ def test_instance_rows(catalog: cat.Catalog) -> None:
     trn2 = next(r for r in rows if r.instance.id == "trn2.48xlarge")
     assert trn2.price is None and [p.option for p in trn2.prices] == ["spot"]
     assert trn2.hbm_gib_total == pytest.approx(16 * 96.0)
-    assert len(cat.instance_rows(catalog)) == 39
+    assert len(cat.instance_rows(catalog)) == len(catalog.instances)
     hopper = {r.instance.id for r in cat.instance_rows(catalog, "Hopper")}
     assert "p5.48xlarge" in hopper and all(
         catalog.chips[catalog.instances[i].chip].family == "hopper" for i in hopper

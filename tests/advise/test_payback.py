@@ -120,7 +120,7 @@ def test_unpriced_option_is_never_chosen_but_gets_a_break_even_price() -> None:
     )  # one instance carries the load
 
 
-def test_same_instance_type_resized_is_stay() -> None:
+def test_same_instance_type_resized_is_a_right_size_that_saves() -> None:
     rules = load_rules()
     spec = _inference_spec(tok_s=10_000, current_price=50.0, count=8)
     current = current_cost(spec, None, rules)
@@ -128,8 +128,9 @@ def test_same_instance_type_resized_is_stay() -> None:
         _estimate("p5.48xlarge", "h100", "nvidia", output_tokens_per_s=20_000.0), "nvidia", 50.0, 10_000, None
     )
     d = decide(spec, [p5], current, rules, RATE, utilisation=1.0)
-    assert d.verdict == "stay"
-    assert "resized to 1 instances" in d.reasons[0]
+    # 8 -> 1 instance saves 7/8 of the bill with no porting: the verdict takes it, never "stay".
+    assert d.verdict == "nvidia" and d.proposed is not None and d.proposed.instances == 1
+    assert d.reasons[0].startswith("resize today's 8 x p5.48xlarge to 1 x p5.48xlarge saves $255,500/month")
     # Resizing today's instance type is no migration: zero weeks, so it pays back at once.
     o = d.options[0]
     assert o.migration_weeks == 0.0 and o.migration_usd == 0.0 and o.payback_months == 0.0

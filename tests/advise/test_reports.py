@@ -88,16 +88,24 @@ def test_advice_html_shows_the_library_numbers_and_rule_sources() -> None:
 
 
 def test_advice_splits_the_saving_into_right_size_and_chip_change() -> None:
-    # The reranker: right-sizing stays on NVIDIA (g6e), the chip change goes to Inferentia.
+    # The reranker: right-sizing stays on NVIDIA (g6e); Inferentia is judged on what it adds over that.
     [doc] = [w for w in example().workloads if w.name == "reranker"]
     r, p = doc.right_size, doc.proposed
-    assert r is not None and p is not None and r.group == "nvidia" and p.group == "inferentia"
+    assert r is not None and p is not None and r.group == p.group == "nvidia" and p == r
+    inf = max(
+        (o for o in doc.options if o.group == "inferentia" and o.credited_savings_usd is not None),
+        key=lambda o: o.credited_savings_usd or 0.0,
+    )
     html = advice_html(example(), META)
-    right = money(doc.current.monthly_usd - r.monthly_usd)
-    extra = money(r.monthly_usd - p.monthly_usd)
-    assert f"{right}/mo<br><span class='small'>{weeks(r.migration_weeks)}</span>" in html
-    assert f"{extra}/mo more<br><span class='small'>{weeks(p.migration_weeks)}</span>" in html
-    assert r.migration_weeks < p.migration_weeks  # right-sizing is the cheaper step
+    right = money(doc.current.monthly_usd - (r.monthly_usd or 0.0))
+    extra = money(inf.credited_savings_usd)
+    # Each amount is labelled as a saving; the chip change shows its own increment and payback.
+    assert f"saves {right}/mo<br><span class='small'>{weeks(r.migration_weeks)}</span>" in html
+    assert f"inferentia: saves {extra}/mo more<br>" in html
+    assert (
+        f"declined: {weeks(inf.credited_migration_weeks)}, pays back in {months(inf.payback_months)}" in html
+    )
+    assert r.migration_weeks < inf.migration_weeks  # right-sizing is the cheaper step
 
 
 def test_money_and_months_read_as_a_person_writes_them() -> None:
@@ -136,3 +144,16 @@ def test_a_saving_that_rounds_to_nothing_has_no_sign() -> None:
 
     assert money(-0.3) == "$0" and money(0.4) == "$0" and money(-1.6) == "-$2"
     assert percent(-0.001) == "0%" and percent(-0.2) == "-20%"
+
+
+def test_advice_report_leads_with_a_summary_and_folds_each_workload() -> None:
+    html = advice_html(example(), META)
+    summary, rest = html.split("<h2>Workloads</h2>", 1)
+    # The summary screen: totals, every verdict and its saving and payback, before any detail.
+    assert "should change" in summary and "saving $" in summary and "payback" in summary
+    assert summary.index("<table") < summary.index("<details")
+    for w in example().workloads:
+        assert f'href="#w-{w.name}"' in summary
+        assert f'<details class="workload" id="w-{w.name}">' in rest
+    # No bare "-" where a figure or the reason for its absence can be given.
+    assert "<td>-</td>" not in html and '<td class="num">-</td>' not in html

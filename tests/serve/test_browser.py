@@ -109,9 +109,22 @@ def test_compare_form_table_and_chart(browser: Any, site: str, shots: Path) -> N
     assert shown == [r["instance"] for r in ranked], "the table keeps the library's ranking"
     head = page.locator("table thead").inner_text()
     assert "instances" in head and "$/month" in head  # a load was given
-    bars = page.locator("svg.chart rect.bar")
+    bars = page.locator("svg.chart-wide rect.bar")
     assert 1 <= bars.count() <= 12
-    assert page.locator("svg.chart path.band").count() >= 1
+    assert page.locator("svg.chart-wide path.band").count() >= 1
+    # The chart plots the cost that ranks the table, in the table's order, and marks the ties.
+    labels = page.eval_on_selector_all("svg.chart-wide text", "els => els.map(e => e.textContent)")
+    charted = [t.split(" ")[-1] for t in labels if t.startswith("#")]
+    assert charted == shown[: len(charted)], "bars follow the table's rank order"
+    lead = httpx.post(
+        f"{site}/api/v1/compare",
+        json={"model": "llama-3.1-70b", "input_len": 2048, "output_len": 512, "tpot_slo_ms": 60,
+              "rate_req_per_s": 20, "prices": {"trn2.48xlarge": 30}},
+        timeout=60,
+    ).json()["ranked"]  # fmt: skip
+    ties = [r["instance"] for r in lead[: len(charted)] if r["tie"]]
+    assert page.locator("svg.chart-wide rect.bar.tie").count() == len(ties)
+    assert sum(t.startswith("$") and t.endswith("tie with #1") for t in labels) == len(ties)
     assert "trn2.48xlarge" in page.content()
     assert not errors, errors
     _check(page, "compare", shots)

@@ -84,17 +84,7 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
                 region=inv.region,
                 context=inv.context,
             )
-            now = None
-            if spec.current.instance is not None:
-                now = estimate(
-                    spec.model,
-                    spec.workload,
-                    Deployment(spec.current.instance, spec.current.count),
-                    catalog=inv.catalog,
-                    option=inv.option,
-                    region=inv.region,
-                    context=inv.context,
-                )
+            now = _today(spec, inv) if spec.current.instance is not None else None
         except SilicaError as err:
             # Name the inventory's YAML fields, never the CLI flags the planner's messages speak of.
             raise InputError(
@@ -102,6 +92,41 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
                 in_yaml_terms(err.fix) if err.fix else err.fix,
             ) from None
     return found.results, now
+
+
+def _today(spec: WorkloadSpec, inv: Inventory) -> Estimate:
+    """The model's view of today's deployment.
+
+    Inference: `count` instances are replicas of the smallest unit that holds the model (serving
+    engines run a model that fits one instance as one replica per instance, and chain instances only
+    when it does not), so 2 x g6e.xlarge is two one-GPU replicas, never one model split over two
+    instances. The estimate is of one unit; the smallest divisor of `count` that fits is taken, and
+    when none does, the whole fleet as one deployment says why. Training: the cluster as it is.
+    """
+    instance = spec.current.instance
+    assert instance is not None
+    count = spec.current.count
+
+    def run(n: int) -> Estimate:
+        return estimate(
+            spec.model,
+            spec.workload,
+            Deployment(instance, n),
+            catalog=inv.catalog,
+            option=inv.option,
+            region=inv.region,
+            context=inv.context,
+        )
+
+    if spec.task == "inference":
+        for unit in (n for n in range(1, count) if count % n == 0):
+            try:
+                found = run(unit)
+            except SilicaError:
+                continue  # a layout this unit cannot take (tp, pipeline stages): try the next size
+            if found.feasible:
+                return found
+    return run(count)
 
 
 def advise_workload(spec: WorkloadSpec, inv: Inventory, rules: Rules, rate: float) -> WorkloadAdvice:
@@ -145,6 +170,7 @@ def advise_workload(spec: WorkloadSpec, inv: Inventory, rules: Rules, rate: floa
         best_alternative=decision.best_alternative,
         best=decision.best,
         options=decision.options,
+        right_size=decision.right_size,
         sensitivity=Sensitivity(PRICE_FACTORS, utils, tuple(grid), knob),
         assumptions=tuple(assumptions),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from silica import cost
-from silica.advise.costing import Candidate
+from silica.advise.costing import Candidate, group_of
 from silica.advise.inventory import WorkloadSpec
-from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option, Status, Verdict
+from silica.advise.results import GROUPS, CurrentCost, FamilyBest, Group, Option, Status, Step, Verdict
 from silica.advise.rules import Rules
 from silica.advise.scanfile import ScanSummary
 from silica.results import InferenceEstimate
@@ -52,6 +52,7 @@ class Decision:
     best_alternative: Option | None
     best: dict[Group, FamilyBest]
     options: tuple[Option, ...]
+    right_size: Option | None = None
 
 
 def _tag(rules: Rules, rule_id: str, text: str | None = None) -> str:
@@ -110,6 +111,19 @@ def migration_weeks(spec: WorkloadSpec, cand: Candidate, rules: Rules) -> tuple[
     return rules[name], f"default {name}"
 
 
+@dataclass(frozen=True)
+class _Baseline:
+    """What an option is judged against: today's bill, or the right-size a chip change must beat."""
+
+    monthly_usd: float
+    weeks: float
+    label: str  # "today", or "right-size N x INSTANCE"
+
+    @property
+    def today(self) -> bool:
+        return self.label == "today"
+
+
 def _option(
     spec: WorkloadSpec,
     cand: Candidate,
@@ -120,10 +134,16 @@ def _option(
     fallback_usd: float,
     price_factor: float,
     utilisation: float,
+    base: _Baseline,
+    step: Step,
+    small_spend: str | None = None,
 ) -> Option:
+    """One option judged as one step of the ladder: its saving and effort over `base`, and the rules."""
     e = cand.estimate
-    weeks, _ = migration_weeks(spec, cand, rules)
-    migration_usd = weeks * rate
+    effort, _ = migration_weeks(spec, cand, rules)
+    migration_usd = effort * rate
+    credited_weeks = max(effort - base.weeks, 0.0)
+    credited_usd = credited_weeks * rate
     disq = list(disqualified)
     notes: list[str] = []
     scan = _scan(spec)
@@ -135,12 +155,14 @@ def _option(
     hours = cand.instance_hours(utilisation)
     n = cand.instances(utilisation)
     unit_cost, unit = cand.unit_cost()
+    than = "today" if base.today else f"the {base.label}"
 
     def make(
         status: Status,
         reasons: tuple[str, ...],
         money: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None),
         prices: tuple[float | None, float | None] = (None, None),
+        credited: tuple[float | None, float | None] = (None, None),
     ) -> Option:
         return Option(
             instance=e.instance,
@@ -156,12 +178,19 @@ def _option(
             monthly_savings_usd=money[1],
             savings_fraction=money[2],
             payback_months=money[3],
-            migration_weeks=weeks,
+            migration_weeks=effort,
             migration_usd=migration_usd,
             breakeven_usd_per_hour=prices[0],
             payback_price_usd_per_hour=prices[1],
             unit_cost=unit_cost,
             unit=unit,
+            step=step,
+            baseline=base.label,
+            baseline_monthly_usd=base.monthly_usd,
+            credited_savings_usd=credited[0],
+            credited_fraction=credited[1],
+            credited_migration_weeks=credited_weeks,
+            credited_migration_usd=credited_usd,
         )
 
     if not e.feasible or hours is None:
@@ -173,41 +202,83 @@ def _option(
             f"keeps a GPU fallback for {len(scan.unsupported_ops)} unsupported op(s) (+${extra:,.0f}/month)"
         )
         notes.append(_tag(rules, "gpu-fallback", text))
-    breakeven = cost.breakeven_price(current.monthly_usd - extra, hours)
+    breakeven = cost.breakeven_price(base.monthly_usd - extra, hours)
     pays_back = cost.breakeven_price(
-        current.monthly_usd - extra - migration_usd / rules["max_payback_months"], hours
+        base.monthly_usd - extra - credited_usd / rules["max_payback_months"], hours
     )
     prices = (breakeven, pays_back)
     if cand.usd_per_hour is None:
-        below = f"below ${breakeven:,.2f}/h" if breakeven is not None else "at no price (today costs less)"
-        text = f"no public price; moving saves money {below}"
+        below = f"below ${breakeven:,.2f}/h" if breakeven is not None else f"at no price ({than} costs less)"
+        text = f"no public price; it costs less than {than} {below}"
         status: Status = "disqualified" if disq else "unpriced"
         return make(status, (*disq, *notes, _tag(rules, "unpriced", text)), prices=prices)
     monthly = cost.usd(cand.usd_per_hour * price_factor, hours) + extra
     savings = current.monthly_usd - monthly
     fraction = savings / current.monthly_usd
-    # A saving within rounding of today's bill is no saving: it has no payback period.
-    negligible = fraction < rules["negligible_savings_fraction"]
-    payback = None if negligible else cost.payback_months(migration_usd, savings)
+    credited = base.monthly_usd - monthly
+    credited_fraction = credited / base.monthly_usd
+    # A saving within rounding of its baseline is no saving: it has no payback period.
+    negligible = credited_fraction < rules["negligible_savings_fraction"]
+    payback = None if negligible else cost.payback_months(credited_usd, credited)
     status = "disqualified" if disq else "eligible"
+    more = "" if base.today else f" more than the {base.label}"
     if status == "eligible" and negligible:
         status = "excluded"
         text = (
-            f"costs {percent(-fraction)} more than today"
-            if fraction < 0
-            else f"saves {fraction:.1%}, below negligible_savings_fraction "
+            f"costs {percent(-credited_fraction)} more than {than}"
+            if credited_fraction < 0
+            else f"saves {credited_fraction:.1%}{more}, below negligible_savings_fraction "
             f"{rules['negligible_savings_fraction']:.1%}: no saving"
         )
         notes.append(_tag(rules, "savings-too-small", text))
-    elif status == "eligible" and fraction < rules["min_savings_fraction"]:
+    elif status == "eligible" and credited_fraction < rules["min_savings_fraction"]:
         status = "excluded"
-        text = f"saves {fraction:.0%}, below min_savings_fraction {rules['min_savings_fraction']:.0%}"
+        text = (
+            f"saves {money(credited)}/month ({credited_fraction:.0%}){more}, below min_savings_fraction "
+            f"{rules['min_savings_fraction']:.0%}"
+        )
         notes.append(_tag(rules, "savings-too-small", text))
     elif status == "eligible" and payback is not None and payback > rules["max_payback_months"]:
         status = "excluded"
-        text = f"pays back in {months(payback)}, over max_payback_months {rules['max_payback_months']:g}"
+        text = (
+            f"{weeks(credited_weeks)} for {money(credited)}/month{more} pays back in "
+            f"{months(payback)}, over max_payback_months {rules['max_payback_months']:g}"
+        )
         notes.append(_tag(rules, "payback-too-long", text))
-    return make(status, (*disq, *notes), (monthly, savings, fraction, payback), prices)
+    if status == "eligible" and small_spend is not None:
+        status = "excluded"
+        notes.append(small_spend)
+    return make(
+        status,
+        (*disq, *notes),
+        (monthly, savings, fraction, payback),
+        prices,
+        (credited, credited_fraction),
+    )
+
+
+def _group_today(current: CurrentCost, cands: list[Candidate]) -> Group | None:
+    """Today's family (vendor): from today's instance type, when the comparison knows it."""
+    if current.instance is None:
+        return None
+    found = next((c.group for c in cands if c.estimate.instance == current.instance), None)
+    if found is None and current.estimate is not None:
+        found = group_of(current.estimate)
+    return found
+
+
+def _right_size(options: tuple[Option, ...], current: CurrentCost) -> Option | None:
+    """The middle rung: the eligible same-vendor option saving most, else the cheapest that could run
+    (priced, feasible, not ruled out) if it is cheaper than today; None when nothing is cheaper."""
+    eligible = [o for o in options if o.status == "eligible"]
+    if eligible:
+        return max(eligible, key=lambda o: o.monthly_savings_usd or 0.0)
+    runnable = [
+        o
+        for o in options
+        if o.status == "excluded" and o.monthly_usd is not None and o.monthly_usd < current.monthly_usd
+    ]
+    return min(runnable, key=lambda o: o.monthly_usd or 0.0, default=None)
 
 
 def decide(
@@ -220,7 +291,13 @@ def decide(
     price_factor: float = 1.0,
     utilisation: float | None = None,
 ) -> Decision:
-    """The verdict for one workload under `rules`, with every option's status and reasons."""
+    """The verdict for one workload under `rules`, with every option's status and reasons.
+
+    One ladder: today's bill; the best right-size on today's vendor (no porting), judged against today;
+    then each chip change judged on its increment over that right-size (saving, engineer-weeks, payback
+    and thresholds). A chip change that passes wins; else a right-size that passes; else stay. The
+    verdict, the summary figures and the reasons all read the same `Option` fields.
+    """
     util = utilisation or rules["serving_utilisation" if spec.task == "inference" else "training_goodput"]
     groups = family_disqualifiers(spec, rules)
     nvidia = [c for c in cands if c.group == "nvidia" and c.usd_per_hour is not None and c.estimate.feasible]
@@ -228,45 +305,99 @@ def decide(
         cost.usd((c.usd_per_hour or 0.0) * price_factor, c.instance_hours(util) or 0.0) for c in nvidia
     ]
     fallback = rules["gpu_fallback_fraction"] * min(gpu_costs) if gpu_costs else 0.0
-    options = tuple(
-        _option(spec, c, current, rules, rate, groups[c.group], fallback, price_factor, util) for c in cands
-    )
+    small: str | None = None
+    if spec.task == "inference" and current.monthly_usd < rules["small_spend_usd_per_month"]:
+        small = _tag(
+            rules,
+            "small-spend",
+            f"inference spend ${current.monthly_usd:,.0f}/month is below small_spend_usd_per_month "
+            f"${rules['small_spend_usd_per_month']:,.0f}: migration rarely pays",
+        )
+    today = _Baseline(current.monthly_usd, 0.0, "today")
+    home = _group_today(current, cands)
+
+    def judge(c: Candidate, base: _Baseline, step: Step) -> Option:
+        return _option(
+            spec, c, current, rules, rate, groups[c.group], fallback, price_factor, util, base, step, small
+        )
+
+    # Without today's instance type there is no "same vendor": every option is judged against today.
+    first = {i: judge(c, today, "right-size") for i, c in enumerate(cands) if c.group == home}
+    right = _right_size(tuple(first.values()), current)
+    base = today
+    if right is not None and right.monthly_usd is not None:
+        base = _Baseline(
+            right.monthly_usd, right.migration_weeks, f"right-size {right.instances} x {right.instance}"
+        )
+    options = tuple(first[i] if i in first else judge(c, base, "change chip") for i, c in enumerate(cands))
     best = {g: _family_best(g, options, groups[g]) for g in GROUPS}
     priced = [o for o in options if o.monthly_savings_usd is not None]
     alternative = max(priced, key=lambda o: o.monthly_savings_usd or 0.0, default=None)
     eligible = [o for o in options if o.status == "eligible"]
-    chosen = max(eligible, key=lambda o: o.monthly_savings_usd or 0.0, default=None)
+    moves = [o for o in eligible if o.step == "change chip"] or eligible
+    chosen = max(moves, key=lambda o: o.monthly_savings_usd or 0.0, default=None)
     # When the model says today's deployment cannot carry the load, "stay" is not safe: say so first.
     reasons: list[str] = _short_today(spec, current, cands, rules)
-    if spec.task == "inference" and current.monthly_usd < rules["small_spend_usd_per_month"]:
-        text = (
-            f"inference spend ${current.monthly_usd:,.0f}/month is below small_spend_usd_per_month "
-            f"${rules['small_spend_usd_per_month']:,.0f}: migration rarely pays"
-        )
-        reasons.append(_tag(rules, "small-spend", text))
-        return Decision("stay", (*reasons, *_why_not(alternative)), None, alternative, best, options)
     if chosen is None:
-        reasons.append("no option passes the rules")
+        if small is not None:
+            reasons.append(small)
+        else:
+            reasons.append("no option passes the rules")
         return Decision(
-            "stay", (*reasons, *_why_not(alternative), *_ruled_out(groups)), None, alternative, best, options
+            "stay",
+            (*reasons, *_why_not(alternative, right), *_ruled_out(groups)),
+            None,
+            alternative,
+            best,
+            options,
+            right,
         )
-    if chosen.instance == current.instance:
-        verb = "saves" if (chosen.monthly_savings_usd or 0.0) >= 0 else "costs"
-        reasons.append(
-            f"the cheapest qualifying option is the current type, resized to {chosen.instances} instances "
-            f"({verb} ${abs(chosen.monthly_savings_usd or 0.0):,.0f}/month)"
-        )
-        return Decision("stay", tuple(reasons), None, alternative, best, options)
     warning = reasons
-    reasons = [
-        f"{_today(current)} -> {chosen.instances} x {chosen.instance} saves "
-        f"{money(chosen.monthly_savings_usd)}/month ({percent(chosen.savings_fraction)}), "
-        f"pays back {weeks(chosen.migration_weeks)} in {months(chosen.payback_months)}"
-    ]
+    reasons = [_move(current, chosen, right)]
     reasons.extend(warning)
     reasons.extend(_notes(spec, chosen, current, rules))
+    if chosen.step == "right-size":
+        reasons.extend(_chip_declined(options))
     reasons.extend(_ruled_out(groups))
-    return Decision(chosen.group, tuple(reasons), chosen, alternative, best, options)
+    return Decision(chosen.group, tuple(reasons), chosen, alternative, best, options, right)
+
+
+def _move(current: CurrentCost, chosen: Option, right: Option | None) -> str:
+    """The verdict's first reason, from the chosen option's own figures."""
+    if chosen.instance == current.instance:
+        head = f"resize today's {_today(current)} to {chosen.instances} x {chosen.instance}"
+    else:
+        head = f"{_today(current)} -> {chosen.instances} x {chosen.instance}"
+    head += f" saves {money(chosen.monthly_savings_usd)}/month ({percent(chosen.savings_fraction)})"
+    if chosen.step == "change chip" and right is not None:
+        return (
+            f"{head}: the {chosen.baseline} saves {money(right.monthly_savings_usd)}/month without porting, "
+            f"and the chip change adds {money(chosen.credited_savings_usd)}/month "
+            f"({percent(chosen.credited_fraction)}) for {weeks(chosen.credited_migration_weeks)} more, "
+            f"paying back in {months(chosen.payback_months)}"
+        )
+    effort = (
+        "with no migration work"
+        if chosen.migration_weeks == 0
+        else f"for {weeks(chosen.migration_weeks)}, paying back in {months(chosen.payback_months)}"
+    )
+    return f"{head} {effort}"
+
+
+def _chip_declined(options: tuple[Option, ...]) -> list[str]:
+    """Why the best priced chip change was not taken, in its own incremental figures."""
+    chips = [o for o in options if o.step == "change chip" and o.credited_savings_usd is not None]
+    if not chips:
+        return []
+    o = max(chips, key=lambda o: o.credited_savings_usd or 0.0)
+    head = (
+        f"best chip change {o.instances} x {o.instance} adds {money(o.credited_savings_usd)}/month "
+        f"({percent(o.credited_fraction)}) over the {o.baseline} for "
+        f"{weeks(o.credited_migration_weeks)} more"
+    )
+    if o.payback_months is not None:
+        head += f", paying back in {months(o.payback_months)}"
+    return [head, *o.reasons]
 
 
 def _short_today(spec: WorkloadSpec, current: CurrentCost, cands: list[Candidate], rules: Rules) -> list[str]:
@@ -320,16 +451,22 @@ def _today(current: CurrentCost) -> str:
     return f"{current.count} x {current.instance}" if current.instance else "today's deployment"
 
 
-def _why_not(alternative: Option | None) -> tuple[str, ...]:
-    if alternative is None:
-        return ("no priced, feasible alternative was found",)
-    head = (
-        f"best alternative {alternative.instances} x {alternative.instance} would save "
-        f"{money(alternative.monthly_savings_usd)}/month ({percent(alternative.savings_fraction)})"
-    )
-    if alternative.payback_months is not None:
-        head += f", paying back in {months(alternative.payback_months)}"
-    return (head, *alternative.reasons)
+def _why_not(alternative: Option | None, right: Option | None) -> tuple[str, ...]:
+    """Why nothing was taken: the right-size's own figures, then the best alternative's, each once."""
+    out: list[str] = []
+    for label, o in (("right-size", right), ("best alternative", alternative)):
+        if o is None or (label == "best alternative" and right is not None and o.instance == right.instance):
+            continue
+        head = (
+            f"{label} {o.instances} x {o.instance} would save "
+            f"{money(o.monthly_savings_usd)}/month ({percent(o.savings_fraction)})"
+        )
+        if o.step == "change chip":
+            head += f", {money(o.credited_savings_usd)}/month over the {o.baseline}"
+        if o.payback_months is not None:
+            head += f", paying back in {months(o.payback_months)}"
+        out.extend((head, *o.reasons))
+    return tuple(out) or ("no priced, feasible alternative was found",)
 
 
 def _notes(spec: WorkloadSpec, chosen: Option, current: CurrentCost, rules: Rules) -> list[str]:
@@ -393,4 +530,6 @@ def with_estimates(decision: Decision, cands: list[Candidate]) -> Decision:
         return replace(o, estimate=by_instance.get(o.instance)) if o is not None else None
 
     best = {g: replace(b, option=fill(b.option)) for g, b in decision.best.items()}
-    return replace(decision, proposed=fill(decision.proposed), best=best)
+    return replace(
+        decision, proposed=fill(decision.proposed), best=best, right_size=fill(decision.right_size)
+    )

@@ -16,6 +16,7 @@ __all__ = [
     "Option",
     "Sensitivity",
     "Status",
+    "Step",
     "Verdict",
     "WorkloadAdvice",
 ]
@@ -24,15 +25,26 @@ Group = Literal["trainium", "inferentia", "nvidia"]
 GROUPS: tuple[Group, ...] = ("trainium", "inferentia", "nvidia")
 Verdict = Literal["trainium", "inferentia", "nvidia", "stay"]
 Status = Literal["eligible", "excluded", "disqualified", "infeasible", "unpriced"]
+# "right-size": on today's vendor, judged against today; "change chip": another vendor, judged on its
+# increment over the right-size.
+Step = Literal["right-size", "change chip"]
 
 
 @dataclass(frozen=True)
 class Option:
-    """One instance type costed for one workload at its load, against what the team pays today.
+    """One instance type costed for one workload at its load, judged as one step of the decision ladder.
+
+    The ladder: today's bill, then the best right-size on today's vendor (no porting), then each chip
+    change judged on its increment over that right-size. `step` says which rung an option is on and
+    `baseline` what it is judged against; `credited_*` are the saving and the effort the step itself
+    adds (for a right-size, all of it against today; for a chip change, only what it adds over the
+    right-size), and `payback_months` is `credited_migration_usd / credited_savings_usd` in months, so
+    a port is never credited with a saving that resizing on today's vendor gets without porting.
+    `monthly_savings_usd` and `savings_fraction` stay against today's bill, for the summary columns.
 
     Money is None where a price is unknown; then `breakeven_usd_per_hour` says at what hourly price
-    (per instance) the move would save nothing, and `payback_price_usd_per_hour` at what price it
-    would pay back the migration within the payback limit.
+    (per instance) the option costs the same as its baseline, and `payback_price_usd_per_hour` at
+    what price it would pay back its credited effort within the payback limit.
     """
 
     instance: str
@@ -55,6 +67,13 @@ class Option:
     unit_cost: float | None  # USD per 1M output (decoders) or prompt (encoders) tokens, or USD per run
     unit: str
     estimate: Estimate | None = None  # kept for the best option of each family
+    step: Step = "right-size"
+    baseline: str = "today"  # "today", or the right-size a chip change is judged against
+    baseline_monthly_usd: float | None = None  # what the baseline costs a month
+    credited_savings_usd: float | None = None  # baseline - this option: the saving this step earns
+    credited_fraction: float | None = None  # credited_savings_usd / baseline_monthly_usd
+    credited_migration_weeks: float = 0.0  # the engineer-weeks this step adds over its baseline
+    credited_migration_usd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "estimate"}
@@ -133,6 +152,10 @@ class WorkloadAdvice:
     options: tuple[Option, ...]
     sensitivity: Sensitivity
     assumptions: tuple[str, ...] = ()
+    # The ladder's middle rung: the best option on today's vendor (the one the verdict takes when no chip
+    # change pays for itself), or the cheapest one when none passes the rules; None when there is none
+    # cheaper than today, or today's instance is unknown. Chip changes were judged against it.
+    right_size: Option | None = None
 
     @property
     def monthly_savings_usd(self) -> float:
@@ -145,20 +168,6 @@ class WorkloadAdvice:
     @property
     def payback_months(self) -> float | None:
         return self.proposed.payback_months if self.proposed else None
-
-    @property
-    def right_size(self) -> Option | None:
-        """The cheapest priced option in today's family (right-sizing without changing chip), if any.
-
-        Reports split the saving into this step and the extra from changing chip, because the two cost
-        very different migration efforts. None when today's instance is unknown or its family has no
-        priced option.
-        """
-        group = next((o.group for o in self.options if o.instance == self.current.instance), None)
-        found = self.best.get(group) if group is not None else None
-        if found is None or found.option is None or found.option.monthly_usd is None:
-            return None
-        return found.option
 
     @property
     def proposed_monthly_usd(self) -> float:

@@ -30,40 +30,49 @@ class InstanceRow(BaseModel):
 
 
 def chip_rows(catalog: Catalog, family: str | None = None) -> list[Chip]:
-    """The catalog's chips, or those of one calibration family (hopper, neuron-v2, ...), in file order."""
+    """The catalog's chips, or those of one vendor (nvidia, aws) or calibration family (hopper,
+    neuron-v2, ...), in file order."""
     chips = list(catalog.chips.values())
     if family is None:
         return chips
     wanted = family.lower()
-    chosen = [c for c in chips if c.family == wanted]
+    chosen = [c for c in chips if wanted in (c.family, c.vendor)]
     if not chosen:
-        raise UnknownNameError("family", family, sorted({c.family for c in chips}))
+        raise UnknownNameError(
+            "family", family, sorted({c.family for c in chips} | {c.vendor for c in chips})
+        )
     return chosen
 
 
-def instance_rows(catalog: Catalog, family: str | None = None) -> list[InstanceRow]:
-    """Every instance (or those of a chip family or id prefix: hopper, p5, trn2) with chip and prices."""
+def instance_rows(
+    catalog: Catalog, family: str | None = None, *, region: str | None = None
+) -> list[InstanceRow]:
+    """Every instance (or those of a vendor, chip family or id prefix: nvidia, hopper, p5, trn2) with
+    chip and prices; `price` is the one that applies in `region` (None: the catalog's default)."""
     instances = list(catalog.instances.values())
     if family is not None:
         wanted = family.lower()
         instances = [
-            i for i in instances if catalog.chips[i.chip].family == wanted or i.id.startswith(wanted)
+            i
+            for i in instances
+            if wanted in (catalog.chips[i.chip].family, catalog.chips[i.chip].vendor)
+            or i.id.startswith(wanted)
         ]
         if not instances:
-            known = {c.family for c in catalog.chips.values()}
+            known = {c.family for c in catalog.chips.values()} | {c.vendor for c in catalog.chips.values()}
             known |= {i.id.split(".")[0] for i in catalog.instances.values()}
             raise UnknownNameError(
                 "family",
                 family,
                 sorted(known),
-                "pass a chip family (hopper, neuron-v2, ...) or an id prefix (p5, trn1).",
+                "pass a vendor (nvidia, aws), a chip family (hopper, neuron-v2, ...) or an id prefix (p5, trn1).",
             )
     return [
         InstanceRow(
             instance=inst,
             chip=catalog.chips[inst.chip],
             prices=tuple(p for p in catalog.prices if p.instance == inst.id),
-            price=price_for(catalog, inst.id),
+            price=price_for(catalog, inst.id, region=region),
         )
         for inst in instances
     ]

@@ -255,6 +255,7 @@ def comparison_listing(c: Any) -> Listing:
     mixed = len(bases) > 1
     tail = [Column("price basis", keep=True)] if mixed else []
     tail.append(Column("note", drop=7))
+    ties = {t.rank for t in c.ranked() if t.tie}
     rows: list[list[Any]] = []
     for rank, r in enumerate(c.results, 1):
         basis = None if r.price is None else _basis(r.price)
@@ -265,7 +266,7 @@ def comparison_listing(c: Any) -> Listing:
             experts = f" ep{r.ep}" if r.ep is not None and r.ep > 1 else ""
             layout = f"tp{r.tp} pp{r.pp}{experts} x{r.dp}" + ("" if training else f" b{r.batch}")
             if r.price is not None:
-                note = ""
+                note = "tie with #1 (p10-p90 bands overlap)" if rank in ties else ""
             elif r.breakeven_usd_per_hour:
                 note = f"unpriced; ties at ${r.breakeven_usd_per_hour:,.2f}/h"
             else:
@@ -273,6 +274,11 @@ def comparison_listing(c: Any) -> Listing:
             rows.append([rank, r.instance, r.count, r.chip, layout, *(get(r) for _, get in metrics)])
         rows[-1] += ([basis] if mixed else []) + [note]
     notes = []
+    if ties:
+        notes.append(
+            f"{len(ties)} option(s) marked 'tie with #1': their p10-p90 cost band overlaps the leader's, "
+            "so the model cannot tell them apart."
+        )
     if len(bases) == 1:
         option, region, as_of = next(iter(bases))
         notes.append(f"Prices: {option}, {region}, as of {as_of}.")

@@ -200,8 +200,8 @@ def _write(reports: list[tuple[Path, str]]) -> None:
 
 def _advice_listing(advice: Any) -> Listing:
     """One row per workload; the two saving steps as the report shows them, money kept whole."""
-    from silica.report._format import money, months, plain_reason
-    from silica.report.advice import steps_text
+    from silica.report._format import money, plain_reason
+    from silica.report.advice import payback_text, steps_text
 
     rows = []
     for w in advice.workloads:
@@ -214,7 +214,7 @@ def _advice_listing(advice: Any) -> Listing:
                 right,
                 chip,
                 w.proposed_monthly_usd,
-                months(w.payback_months) if w.proposed else "-",
+                payback_text(w),
                 plain_reason(w.reasons[0])[0] if w.reasons else "",
             ]
         )

@@ -6,10 +6,11 @@ Only typer is imported at module level; the catalog and rich load inside the com
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from silica.cli._common import console, handle_errors, print_json
+from silica.cli._common import handle_errors
 from silica.cli._output import Column, Listing, emit, output_option, resolve_format
 
 __all__ = ["register"]
@@ -19,6 +20,13 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _basis(price: Any, region: str | None) -> str:
+    """Where the shown price comes from, or why there is none."""
+    if price is None:
+        return "unpriced" if region is None else f"no public price in {region}"
+    return f"{price.option}, {price.region}, {price.as_of}"
+
+
 def register(app: typer.Typer) -> None:
     catalog_app = typer.Typer(
         name="catalog",
@@ -26,61 +34,69 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
 
-    @catalog_app.command("chips")
+    @catalog_app.command(
+        "chips",
+        epilog="Examples:\n\n  silica catalog chips --family nvidia\n\n  silica catalog chips -o csv",
+    )
     @handle_errors
     def chips_cmd(
         family: str | None = typer.Option(
-            None, "--family", help="Only this chip family (hopper, neuron-v3, ...)."
+            None, "--family", help="Only this vendor (nvidia, aws) or chip family (hopper, neuron-v3, ...)."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print every field as JSON."),
+        output: str | None = output_option(),
     ) -> None:
         """List accelerator chips: dense peak compute, memory, links."""
         from silica.catalog import chip_rows, load_catalog
 
         chips = chip_rows(load_catalog(), family)
-        if as_json:
-            print_json({"chips": chips})
-            return
-        from rich.table import Table
+        fmt = resolve_format(output, as_json)
+        listing = Listing(
+            "Chips (dense TFLOP/s; memory GiB; bandwidth decimal TB/s and GB/s)",
+            (
+                Column("chip", keep=True),
+                Column("name", drop=2),
+                Column("family", drop=1),
+                Column("BF16", _num, right=True),
+                Column("FP8", _num, right=True),
+                Column("FP4", _num, right=True, drop=3),
+                Column("HBM GiB", _num, right=True),
+                Column("HBM TB/s", lambda v: _num(v, 2), right=True),
+                Column("link GB/s", lambda v: _num(v, 0), right=True, drop=4),
+                Column("status", drop=5),
+                Column("source", drop=6),
+            ),
+            [
+                (
+                    c.id,
+                    c.name,
+                    c.family,
+                    c.tflops_bf16,
+                    c.tflops_fp8,
+                    c.tflops_fp4,
+                    c.hbm_gib,
+                    c.hbm_tb_per_s,
+                    c.link_gb_per_s,
+                    c.status if c.confidence != "derived" else f"{c.status} (derived)",
+                    c.source if fmt != "table" else f"{c.confidence}, {c.as_of}",
+                )
+                for c in chips
+            ],
+            notes=("Every field and its full source: --json.",),
+        )
+        emit(listing, fmt, {"chips": chips} if fmt == "json" else None)
 
-        table = Table(title="Chips (dense TFLOP/s; memory GiB; bandwidth decimal TB/s and GB/s)")
-        for col in (
-            "chip",
-            "name",
-            "family",
-            "BF16",
-            "FP8",
-            "FP4",
-            "HBM GiB",
-            "HBM TB/s",
-            "link GB/s",
-            "status",
-        ):
-            table.add_column(
-                col,
-                justify="left" if col in ("chip", "name", "family", "status") else "right",
-                no_wrap=col == "chip",
-            )
-        for c in chips:
-            table.add_row(
-                c.id,
-                c.name,
-                c.family,
-                _num(c.tflops_bf16),
-                _num(c.tflops_fp8),
-                _num(c.tflops_fp4),
-                _num(c.hbm_gib),
-                _num(c.hbm_tb_per_s, 2),
-                _num(c.link_gb_per_s, 0),
-                c.status if c.confidence != "derived" else f"{c.status} (derived)",
-            )
-        console().print(table)
-
-    @catalog_app.command("instances")
+    @catalog_app.command(
+        "instances",
+        epilog="Examples:\n\n  silica catalog instances --family nvidia -o csv\n\n"
+        "  silica catalog instances --family g6e\n\n  silica catalog instances --region eu-central-1",
+    )
     @handle_errors
     def instances_cmd(
         family: str | None = typer.Option(
-            None, "--family", help="Only this chip family (hopper) or instance id prefix (p5, trn2)."
+            None,
+            "--family",
+            help="Only this vendor (nvidia, aws), chip family (hopper) or instance id prefix (p5, trn2).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print every field and every price as JSON."),
         prices: Path | None = typer.Option(
@@ -89,6 +105,10 @@ def register(app: typer.Typer) -> None:
             help="A prices CSV or YAML map to apply on top (default: SILICA_PRICES or config).",
         ),
         price: list[str] = typer.Option([], "--price", help="Override one price: INSTANCE=USD_PER_HOUR."),
+        region: str | None = typer.Option(
+            None, "--region", help="Show the price in this region (default: us-east-1 where it has one)."
+        ),
+        output: str | None = output_option(),
     ) -> None:
         """List instances and UltraServers with chips, memory and the price that applies."""
         from silica.catalog import instance_rows, load_catalog, parse_price_overrides
@@ -96,30 +116,34 @@ def register(app: typer.Typer) -> None:
 
         overrides = parse_price_overrides(price, load_catalog().instances) if price else None
         catalog = load_catalog(prices_path=prices or load_settings().prices_path, overrides=overrides)
-        rows = instance_rows(catalog, family)
-        if as_json:
-            print_json({"instances": rows})
-            return
-        from rich.table import Table
-
-        table = Table(title="Instances (price: user > on-demand; capacity block, spot, reserved via --json)")
-        for col in ("instance", "chips", "chip", "HBM GiB total", "$/hour", "price basis"):
-            table.add_column(
-                col,
-                justify="right" if col in ("chips", "HBM GiB total", "$/hour") else "left",
-                no_wrap=col == "instance",
-            )
-        for row in rows:
-            p = row.price
-            table.add_row(
-                row.instance.id,
-                str(row.instance.chips),
-                row.chip.id,
-                _num(row.hbm_gib_total, 0),
-                _num(None if p is None else p.usd_per_hour, 2),
-                "unpriced" if p is None else f"{p.option}, {p.region}, {p.as_of}",
-            )
-        console().print(table)
+        rows = instance_rows(catalog, family, region=region)
+        fmt = resolve_format(output, as_json)
+        listing = Listing(
+            "Instances (price: user > on-demand; reserved, spot and capacity block via --json)",
+            (
+                Column("instance", keep=True),
+                Column("chips", str, right=True),
+                Column("chip"),
+                Column("HBM GiB total", lambda v: _num(v, 0), right=True, drop=2),
+                Column("$/hour", lambda v: _num(v, 2), right=True, keep=True),
+                Column("price basis", drop=1),
+                Column("regions priced", drop=3),
+            ),
+            [
+                (
+                    r.instance.id,
+                    r.instance.chips,
+                    r.chip.id,
+                    r.hbm_gib_total,
+                    None if r.price is None else r.price.usd_per_hour,
+                    _basis(r.price, region),
+                    len({p.region for p in r.prices if p.option == "on_demand"}),
+                )
+                for r in rows
+            ],
+            notes=("Every price row (region, purchase option, source, date): --json.",),
+        )
+        emit(listing, fmt, {"instances": rows} if fmt == "json" else None)
 
     @catalog_app.command(
         "import-prices",

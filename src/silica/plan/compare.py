@@ -22,7 +22,7 @@ from silica.plan.training_search import search_training
 from silica.results import Estimate
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
-__all__ = ["OBJECTIVES", "Comparison", "Objective", "compare", "estimate"]
+__all__ = ["OBJECTIVES", "Comparison", "Objective", "RankedCost", "compare", "estimate"]
 
 Workload = InferenceWorkload | TrainingWorkload
 # What `compare` may rank by besides cost: joules per output token, carbon per 1M output tokens,
@@ -93,6 +93,49 @@ def estimate(
 
 
 @dataclass(frozen=True, slots=True)
+class RankedCost:
+    """One priced, feasible option on the ranking's own cost (`Ranking.by`), with its p10-p90 band.
+
+    `tie` is True when the band overlaps the leader's: within the model's validation error the two
+    cannot be told apart, so a strict rank would overstate the difference.
+    """
+
+    rank: int  # 1-based position in `Comparison.results`
+    instance: str
+    count: int
+    value: float
+    low: float | None
+    high: float | None
+    tie: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "instance": self.instance,
+            "count": self.count,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "tie": self.tie,
+        }
+
+
+def _band(e: Estimate, rank: Ranking) -> tuple[float | None, float | None]:
+    """The p10-p90 band of the ranking cost. A cost a month at a fixed load is that load's tokens at
+    the estimate's cost per token, so it carries the per-token band's relative width (the fleet's
+    rounding up to whole instances aside)."""
+    band = e.bands.get(rank.by)
+    if band is not None:
+        return band.low, band.high
+    value = rank.usd(e)
+    per_token = e.bands.get("usd_per_1m_output_tokens")
+    mid = getattr(e, "usd_per_1m_output_tokens", None)
+    if rank.loaded and value is not None and per_token is not None and mid:
+        return value * per_token.low / mid, value * per_token.high / mid
+    return None, None
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """Every instance type ranked: priced feasible by cost, then unpriced feasible, then infeasible.
 
@@ -116,7 +159,26 @@ class Comparison:
             "ranking": self.ranking.to_dict(),
             "settings": self.settings,
             "results": [r.to_dict() for r in self.results],
+            "ranked": [r.to_dict() for r in self.ranked()],
         }
+
+    def ranked(self) -> tuple[RankedCost, ...]:
+        """The priced, feasible options in rank order on the cost that ranks them, each marked as a
+        tie when its p10-p90 band overlaps the leader's."""
+        out: list[RankedCost] = []
+        lead_high: float | None = None
+        for i, e in enumerate(self.results, 1):
+            value = self.ranking.usd(e)
+            if not e.feasible or value is None:
+                continue
+            low, high = _band(e, self.ranking)
+            if not out:
+                lead_high = high if high is not None else value
+                tie = False
+            else:
+                tie = (low if low is not None else value) <= (lead_high or value)
+            out.append(RankedCost(i, e.instance, e.count, value, low, high, tie))
+        return tuple(out)
 
     @property
     def best(self) -> Estimate | None:

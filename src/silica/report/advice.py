@@ -17,7 +17,7 @@ from silica.report._format import money, months, pct, plain_reason, price, weeks
 from silica.report.page import Meta, badge, figure, page, table, text, ul
 from silica.report.svg import Bar, bar_chart, grid_chart
 
-__all__ = ["advice_html", "reason_html", "saving_steps", "steps_text"]
+__all__ = ["advice_html", "payback_text", "reason_html", "saving_steps", "steps_text"]
 
 
 def reason_html(reason: str, thresholds: Iterable[str]) -> str:
@@ -37,23 +37,67 @@ def _effort(value: float) -> str:
     return "no porting work" if value == 0 else weeks(value)
 
 
-def saving_steps(a: WorkloadAdvice) -> tuple[tuple[str, str], tuple[str, str]]:
-    """The two saving steps as (amount, effort): right-size in today's family, then the extra from a
-    chip change. The amount is "-" when there is no such step, "(same vendor)" when the proposal is
-    itself a right-size."""
-    r, p = a.right_size, a.proposed
-    today = a.current.monthly_usd
-    first = (
-        ("-", "")
-        if r is None or r.monthly_usd is None
-        else (f"{money(today - r.monthly_usd)}/mo", _effort(r.migration_weeks))
+def _payback(o: Option) -> str:
+    return (
+        "pays back at once" if o.credited_migration_weeks == 0 else f"pays back in {months(o.payback_months)}"
     )
-    if p is None or p.monthly_usd is None or (r is not None and p.group == r.group):
-        second = ("-" if p is None else "(same vendor)", "")
+
+
+def _saves(amount: float, more: str = "") -> str:
+    """A monthly amount labelled for what it is: a saving, or a cost (never a bare figure)."""
+    return f"saves {money(amount)}/mo{more}" if round(amount) >= 0 else f"costs {money(-amount)}/mo more"
+
+
+def saving_steps(a: WorkloadAdvice) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The ladder's two steps as (amount, effort), read from the options' own credited figures.
+
+    Right-size on today's vendor against today; change chip against that right-size. A step the
+    verdict does not take says "declined" with its own figures; an absent step says why it is absent.
+    """
+    r, p = a.right_size, a.proposed
+    if r is None or r.monthly_usd is None:
+        first = (
+            "nothing cheaper on today's vendor" if a.current.instance else "today's instance unknown",
+            "",
+        )
     else:
-        base = r.monthly_usd if r is not None and r.monthly_usd is not None else today
-        second = (f"{money(base - p.monthly_usd)}/mo more", _effort(p.migration_weeks))
+        effort = _effort(r.migration_weeks)
+        if p is None or p.instance != r.instance:
+            taken = p is not None and p.step == "change chip" and r.status == "eligible"
+            effort += "; superseded by the chip change" if taken else "; declined (see why)"
+        first = (_saves(a.current.monthly_usd - r.monthly_usd), effort)
+    chips = [o for o in a.options if o.step == "change chip"]
+    priced = [o for o in chips if o.credited_savings_usd is not None and o.status in ("eligible", "excluded")]
+    if p is not None and p.step == "change chip" and p.credited_savings_usd is not None:
+        more = "" if r is None else " more"
+        second = (_saves(p.credited_savings_usd, more), f"{weeks(p.credited_migration_weeks)}, {_payback(p)}")
+    elif priced:
+        o = max(priced, key=lambda o: o.credited_savings_usd or 0.0)
+        more = " more" if r is not None else ""
+        text = f"{o.group}: {_saves(o.credited_savings_usd or 0.0, more)}"
+        if o.payback_months is not None:
+            detail = f"declined: {weeks(o.credited_migration_weeks)}, {_payback(o)}"
+        else:
+            detail = "declined"
+        second = (text, detail)
+    elif any(o.status == "unpriced" for o in chips):
+        second = ("no public price", "break-even price in the details")
+    elif any(o.status == "disqualified" for o in chips):
+        second = ("ruled out", "see why")
+    elif chips:
+        second = ("cannot run it", "see the options")
+    else:
+        second = ("none in the catalog", "")
     return first, second
+
+
+def payback_text(a: WorkloadAdvice) -> str:
+    """The payback of the step the verdict takes (its credited effort over its credited saving)."""
+    if a.proposed is None:
+        return "none (stays)"
+    if a.proposed.credited_migration_weeks == 0:
+        return "at once (no effort)"
+    return months(a.proposed.payback_months)
 
 
 def steps_text(a: WorkloadAdvice) -> tuple[str, str]:
@@ -68,39 +112,50 @@ def _steps_html(a: WorkloadAdvice) -> tuple[str, str]:
 
 
 def advice_html(advice: Advice, meta: Meta) -> str:
-    """The whole advice page."""
+    """The whole advice page: one summary screen (verdicts, savings, payback, one cost chart), then
+    each workload's details folded under its name, then the rules and assumptions, also folded."""
     w = advice.workloads
     th = advice.rules["thresholds"]
-    body = [f"<p class='small'>Inventory: {text(advice.inventory)}</p>", "<h2>Summary</h2>"]
+    today = sum(a.current.monthly_usd for a in w)
+    proposed = sum(a.proposed_monthly_usd for a in w)
+    moves = [a for a in w if a.proposed is not None]
+    body = [
+        f"<p class='small'>Inventory: {text(advice.inventory)}</p>",
+        "<h2>Summary</h2>",
+        f"<p><b>{len(moves)} of {len(w)} workloads should change</b>: "
+        f"{money(today)}/month today, {money(proposed)}/month as proposed, "
+        f"<b>saving {money(today - proposed)}/month</b>. Each saving is judged in two steps: right-size on "
+        "today's vendor (no porting), then a chip change on what it adds over that right-size.</p>",
+    ]
     rows = []
     for a in w:
         first, second = _steps_html(a)
         rows.append(
             [
-                text(a.name),
-                text(a.task),
+                f'<a href="#w-{text(a.name)}">{text(a.name)}</a>',
                 badge(a.verdict),
                 money(a.current.monthly_usd),
                 first,
                 second,
                 money(a.proposed_monthly_usd),
-                months(a.payback_months) if a.proposed else "-",
+                money(a.monthly_savings_usd),
+                text(payback_text(a)),
             ]
         )
     body.append(
         table(
             [
                 "workload",
-                "task",
                 "verdict",
                 "today / month",
                 "right-size on today's vendor",
-                "change chip",
+                "change chip (over the right-size)",
                 "proposed / month",
+                "saves / month",
                 "payback",
             ],
             rows,
-            numeric=(3, 4, 5, 6, 7),
+            numeric=(2, 5, 6, 7),
         )
     )
     bars = []
@@ -118,7 +173,8 @@ def advice_html(advice: Advice, meta: Meta) -> str:
     )
     limit = th["max_payback_months"]["value"]
     body.append(
-        _bar_figure(
+        "<details><summary>Payback chart</summary>"
+        + _bar_figure(
             _payback_bars(w),
             dict(
                 title="Payback of the migration (months)",
@@ -126,15 +182,28 @@ def advice_html(advice: Advice, meta: Meta) -> str:
                 reference=(limit, f"longest payback allowed: {limit:g} months"),
                 cap=2 * limit,
             ),
-            "Months until the monthly saving repays the engineering effort, from zero; the dashed line "
-            f"is the longest payback the rules accept ({limit:g} months). Grey bars are alternatives "
-            "that were declined; an arrow marks a bar cut at twice the limit.",
+            "Months until the saving a step earns repays the engineering effort that step adds, from "
+            f"zero; the dashed line is the longest payback the rules accept ({limit:g} months). Grey bars "
+            "are alternatives that were declined; an arrow marks a bar cut at twice the limit.",
         )
+        + "</details>"
+    )
+    body.append(
+        "<h2>Workloads</h2><p class='small'>Open a workload for its reasons, every option and how "
+        "firm the verdict is.</p>"
     )
     body.extend(_workload_section(a, advice) for a in w)
-    body.append(_rules_section(advice))
-    body.append("<h2>Assumptions</h2>" + ul(advice.assumptions))
-    return page("Silica advice", body, meta)
+    body.append("<details><summary>Decision rules</summary>" + _rules_section(advice) + "</details>")
+    body.append("<details><summary>Assumptions</summary>" + ul(advice.assumptions) + "</details>")
+    return page("Silica advice", body, meta, extra_css=_CSS)
+
+
+_CSS = """
+details{margin:.4rem 0;border:1px solid #ddd;border-radius:.3rem;padding:.3rem .6rem}
+details>summary{cursor:pointer;font-weight:600;padding:.2rem 0}
+details[open]>summary{margin-bottom:.4rem}
+details.workload>summary .lead{font-weight:400;color:#333}
+"""
 
 
 def _bar_figure(bars: Sequence[Bar], options: dict[str, Any], caption: str) -> str:
@@ -162,29 +231,53 @@ def _cost_bars(a: WorkloadAdvice, limit: int = 14) -> list[Bar]:
     return bars
 
 
+def _missing(o: Option) -> str:
+    """Why a money cell has no figure: it cannot run, or its instance has no public price."""
+    return "cannot run" if o.status == "infeasible" or o.instances is None else "no public price"
+
+
+def _saving_cell(o: Option) -> str:
+    """The saving against today, and for a chip change what it adds over the right-size (the figure its
+    payback and thresholds were judged on)."""
+    if o.monthly_usd is None:
+        if o.breakeven_usd_per_hour is None:
+            return text(_missing(o))
+        return text(f"saves money below {price(o.breakeven_usd_per_hour)}")
+    out = money(o.monthly_savings_usd)
+    if o.step == "change chip" and o.baseline != "today" and o.credited_savings_usd is not None:
+        verb = "adds" if o.credited_savings_usd >= 0 else "loses"
+        out += (
+            f"<br><span class='small'>{verb} {money(abs(o.credited_savings_usd))} over the "
+            f"{text(o.baseline)}</span>"
+        )
+    return out
+
+
+def _payback_cell(o: Option) -> str:
+    if o.monthly_usd is None:
+        if o.payback_price_usd_per_hour is None:
+            return text(_missing(o))
+        return text(f"within the limit below {price(o.payback_price_usd_per_hour)}")
+    if o.payback_months is None:
+        return "never (no saving)"
+    return text("at once" if o.credited_migration_weeks == 0 else months(o.payback_months))
+
+
 def _family_rows(a: WorkloadAdvice, names: Sequence[str]) -> Iterable[list[str]]:
     for group, best in a.best.items():
         o = best.option
         if o is None:
-            yield [
-                text(group),
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "; ".join(reason_html(r, names) for r in best.reasons),
-            ]
+            why = "; ".join(reason_html(r, names) for r in best.reasons)
+            yield [text(group), "none", "n/a", "n/a", "n/a", "n/a", "no option", why]
             continue
-        notes = "; ".join(reason_html(r, names) for r in [*best.reasons, *o.reasons]) or "-"
+        notes = "; ".join(reason_html(r, names) for r in [*best.reasons, *o.reasons]) or "none"
         yield [
             text(group),
             text(f"{o.instances} x {o.instance}"),
-            money(o.monthly_usd),
-            money(o.monthly_savings_usd),
+            money(o.monthly_usd) if o.monthly_usd is not None else text(_missing(o)),
+            _saving_cell(o),
             _effort(o.migration_weeks),
-            months(o.payback_months) if o.monthly_usd is not None else "-",
+            _payback_cell(o),
             text(o.status)
             + (f" (break-even {price(o.breakeven_usd_per_hour)})" if o.status == "unpriced" else ""),
             notes,
@@ -193,16 +286,17 @@ def _family_rows(a: WorkloadAdvice, names: Sequence[str]) -> Iterable[list[str]]
 
 def _option_rows(options: Iterable[Option], names: Sequence[str]) -> Iterable[list[str]]:
     for o in options:
+        miss = text(_missing(o))
         yield [
             text(o.instance),
             text(o.group),
             text(o.status),
-            text(o.instances if o.instances is not None else "-"),
-            price(o.usd_per_hour),
-            money(o.monthly_usd),
-            pct(o.savings_fraction),
-            price(o.breakeven_usd_per_hour),
-            "; ".join(reason_html(r, names) for r in o.reasons) or "-",
+            text(o.instances if o.instances is not None else "n/a"),
+            price(o.usd_per_hour) if o.usd_per_hour is not None else text("no public price"),
+            money(o.monthly_usd) if o.monthly_usd is not None else miss,
+            pct(o.savings_fraction) if o.savings_fraction is not None else miss,
+            price(o.breakeven_usd_per_hour) if o.breakeven_usd_per_hour is not None else miss,
+            "; ".join(reason_html(r, names) for r in o.reasons) or "none",
         ]
 
 
@@ -215,8 +309,10 @@ def _workload_section(a: WorkloadAdvice, advice: Advice) -> str:
         (s.price_factors.index(1.0), s.utilisations.index(base_util)) if base_util in s.utilisations else None
     )
     first, second = map(text, steps_text(a))
+    lead = plain_reason(a.reasons[0])[0] if a.reasons else ""
     parts = [
-        f"<section><h2>{text(a.name)} {badge(a.verdict)}</h2>",
+        f'<details class="workload" id="w-{text(a.name)}"><summary>{text(a.name)} {badge(a.verdict)} '
+        f'<span class="lead">{text(lead)}</span></summary><section>',
         f"<p class='small'>{text(a.model)}, {text(a.task)}; today: {text(a.current.basis)} = "
         f"{money(a.current.monthly_usd)}/month</p>",
         f"<p><b>Right-size on today's vendor:</b> {first}. <b>Change chip:</b> {second}.</p>",
@@ -272,7 +368,7 @@ def _workload_section(a: WorkloadAdvice, advice: Advice) -> str:
             numeric=(3, 4, 5, 6, 7),
         ),
         "</details>",
-        "<h3>Assumptions</h3>" + ul(a.assumptions) + "</section>",
+        "<h3>Assumptions</h3>" + ul(a.assumptions) + "</section></details>",
     ]
     return "".join(parts)
 
@@ -285,7 +381,7 @@ def _rules_section(advice: Advice) -> str:
             text(f"{t['value']:g}"),
             text(t["unit"]),
             text(t["source"]),
-            text(t["overridden_by"] or "-"),
+            text(t["overridden_by"] or "none"),
         ]
         for n, t in r["thresholds"].items()
     )
@@ -301,7 +397,7 @@ def _rules_section(advice: Advice) -> str:
     )
     arch = r["standard_architectures"]
     return (
-        "<section><h2>Decision rules</h2><h3>Thresholds</h3>"
+        "<section><h3>Thresholds</h3>"
         + table(["name", "value", "unit", "source", "overridden by"], thresholds, numeric=(1,))
         + "<h3>Rules</h3>"
         + table(["id", "effect", "applies to", "says", "source"], rules)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from silica.advise.claims import ClaimsReport
 from silica.advise.results import Advice, WorkloadAdvice
 from silica.report._format import money, months, pct, plain_reason, price
-from silica.report.advice import steps_text
+from silica.report.advice import payback_text, steps_text
 from silica.report.claims import source_line
 from silica.report.page import Meta
 
@@ -44,7 +44,7 @@ def advice_markdown(advice: Advice, meta: Meta) -> str:
                 money(a.current.monthly_usd),
                 *steps_text(a),
                 money(a.proposed_monthly_usd),
-                months(a.payback_months) if a.proposed else "-",
+                payback_text(a),
             ]
             for a in advice.workloads
         ),

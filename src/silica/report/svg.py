@@ -17,7 +17,18 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-__all__ = ["COLORS", "PALETTE", "Bar", "Line", "bar_chart", "fmt", "grid_chart", "line_chart", "line_charts"]
+__all__ = [
+    "COLORS",
+    "PALETTE",
+    "Bar",
+    "Line",
+    "bar_chart",
+    "fmt",
+    "grid_chart",
+    "line_chart",
+    "line_charts",
+    "nice_ticks",
+]
 
 # One colour per family and verdict, distinct for common colour-vision deficiencies (Okabe-Ito).
 COLORS = {
@@ -121,6 +132,12 @@ def _nice_step(span: float, count: int = 5) -> float:
         if raw <= mult * step:
             return mult * step
     return 10 * step
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round axis ticks (1, 2, 2.5, 5 x 10^n steps) from at or below `low` to at or above `high`."""
+    out = _ticks(low, high, count)
+    return out if out and out[-1] >= high else [*out, out[-1] + _nice_step(high - low, count)]
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:

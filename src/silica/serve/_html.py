@@ -6,9 +6,12 @@ The chart is inline SVG (it loads nothing) drawn from the numbers the library re
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
+
+from silica.report.svg import fmt, nice_ticks
+from silica.text import money_short
 
 __all__ = ["bar_band_chart", "esc", "num", "page", "table"]
 
@@ -60,40 +63,75 @@ def table(
 
 
 def bar_band_chart(
-    items: Sequence[tuple[str, float, float | None, float | None]], *, title: str, unit: str
+    items: Sequence[Mapping[str, Any]], *, title: str, unit: str, money: bool = True, compact: bool = False
 ) -> str:
-    """Horizontal bars (label, value) with a p10-p90 whisker (low, high) each; lowest first."""
+    """Horizontal bars in rank order on the ranking's own cost, each with its p10-p90 whisker.
+
+    `items` are the library's `Comparison.ranked()` rows (value, low, high, tie). A row whose band
+    overlaps the leader's is drawn pale and labelled "tie with #1": the model cannot tell them apart.
+    The axis starts at zero with round ticks. `compact` stacks each label above its bar so the chart
+    stays readable on a phone instead of being shrunk or cut.
+    """
     if not items:
         return ""
-    label_w, bar_w, row_h, top = 190, 460, 26, 34
-    width, height = label_w + bar_w + 90, top + row_h * len(items) + 30
-    high = max(max(v, h or v) for _, v, _, h in items) or 1.0
+    show = money_short if money else (lambda v: fmt(v))
+    top = max(max(float(r["value"]), float(r.get("high") or r["value"])) for r in items) or 1.0
+    ticks = nice_ticks(0.0, top, 3 if compact else 5)
+    scale_max = ticks[-1]
+    if compact:
+        width, label_w, right, row_h, gap = 380, 16, 92, 40, 16
+    else:
+        width, label_w, right, row_h, gap = 760, 200, 130, 26, 0
+    bar_w = width - label_w - right
 
     def x(v: float) -> float:
-        return label_w + bar_w * v / high
+        return label_w + bar_w * v / scale_max
 
+    lines: list[str] = []
+    limit = 44 if compact else 100
+    for word in title.split():  # the title wraps instead of running off the edge
+        if lines and len(lines[-1]) + len(word) + 1 <= limit:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    head = 16 * len(lines) + 24
+    height = head + row_h * len(items) + 40
+    kind = "chart-narrow" if compact else "chart-wide"
+    ident = f"chart-title-{'n' if compact else 'w'}"
     parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-labelledby="chart-title">'
-        f'<title id="chart-title">{esc(title)}</title>'
-        f'<text x="0" y="18" class="t">{esc(title)}</text>'
+        f'<svg class="chart {kind}" viewBox="0 0 {width} {height}" role="img" aria-labelledby="{ident}">'
+        f'<title id="{ident}">{esc(title)}</title>',
+        *(f'<text x="0" y="{16 * (k + 1)}" class="t">{esc(t)}</text>' for k, t in enumerate(lines)),
     ]
-    for i, (label, value, lo, hi) in enumerate(items):
-        y = top + i * row_h
-        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{esc(label)}</text>')
+    axis_y = head + row_h * len(items)
+    for t in ticks:
         parts.append(
-            f'<rect x="{label_w}" y="{y + 4}" width="{max(1.0, x(value) - label_w):.1f}" height="16" class="bar"/>'
+            f'<line x1="{x(t):.1f}" y1="{head - 4}" x2="{x(t):.1f}" y2="{axis_y}" class="grid"/>'
+            f'<text x="{x(t):.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{esc(show(t))}</text>'
+        )
+    parts.append(
+        f'<text x="{label_w + bar_w / 2:.1f}" y="{axis_y + 30}" text-anchor="middle">{esc(unit)}</text>'
+    )
+    for i, r in enumerate(items):
+        y = head + i * row_h + gap
+        value, lo, hi, tie = float(r["value"]), r.get("low"), r.get("high"), bool(r.get("tie"))
+        count = f"{r['count']} x " if r.get("count", 1) != 1 else ""
+        label = f"#{r['rank']} {count}{r['instance']}"
+        if compact:
+            parts.append(f'<text x="{label_w}" y="{y - 3}">{esc(label)}</text>')
+        else:
+            parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{esc(label)}</text>')
+        cls = "bar tie" if tie else "bar"
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 4}" width="{max(1.0, x(value) - label_w):.1f}" height="16" class="{cls}"/>'
         )
         if lo is not None and hi is not None:
             mid = y + 12
             parts.append(
                 f'<path d="M{x(lo):.1f} {mid}H{x(hi):.1f}M{x(lo):.1f} {mid - 6}V{mid + 6}M{x(hi):.1f} {mid - 6}V{mid + 6}" class="band"/>'
             )
-        end = x(hi if hi is not None else value)
-        parts.append(f'<text x="{end + 6:.1f}" y="{y + 16}">{esc(format(value, ".3g"))}</text>')
-    axis_y = top + row_h * len(items) + 18
-    parts.append(
-        f'<text x="{label_w}" y="{axis_y}">0</text>'
-        f'<text x="{label_w + bar_w}" y="{axis_y}" text-anchor="end">{esc(format(high, ".3g"))} {esc(unit)}</text>'
-    )
+        end = x(float(hi) if hi is not None else value)
+        note = "" if not tie else " (tie)" if compact else " tie with #1"
+        parts.append(f'<text x="{end + 6:.1f}" y="{y + 16}">{esc(show(value) + note)}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -145,24 +145,36 @@ def _form(params: dict[str, str]) -> str:
 
 
 def _ranked(result: dict[str, Any]) -> str:
+    """The ranking as the library returned it: the cost that ranks the rows comes first in the table
+    (so a phone shows it without scrolling) and is what the chart plots, in the same order; options
+    whose p10-p90 band overlaps the leader's are marked as ties."""
     training = result.get("task") == "training"
-    wl = result.get("workload") or {}
-    loaded = not training and bool(wl.get("rate_req_per_s") or wl.get("tokens_per_month"))
-    metric, unit = (
-        ("usd_per_run", "USD per run") if training else ("usd_per_1m_output_tokens", "USD / 1M output tokens")
-    )
+    by = (result.get("ranking") or {}).get("by", "usd_per_1m_output_tokens")
+    loaded = by == "usd_per_month"
+    units = {
+        "usd_per_run": "USD per training run",
+        "usd_per_month": "USD a month at this load",
+        "usd_per_1m_output_tokens": "USD per 1M output tokens",
+        "usd_per_1m_input_tokens": "USD per 1M prompt tokens",
+    }
+    unit = units.get(by, by)
+    short = {"usd_per_run": "$/run", "usd_per_month": "$/month", "usd_per_1m_input_tokens": "$/1M prompt"}
+    spec = ",.3f" if by.startswith("usd_per_1m") else ",.0f"
+    ranked = {r["rank"]: r for r in result.get("ranked", [])}
     rows: list[list[str]] = []
-    bars: list[tuple[str, float, float | None, float | None]] = []
     for rank, r in enumerate(result.get("results", []), 1):
+        cost = ranked.get(rank)
         band = "-"
-        if r.get(f"{metric}_low") is not None:
-            band = f"{num(r[f'{metric}_low'], ',.3f')}-{num(r.get(f'{metric}_high'), ',.3f')}"
+        if cost is not None and cost.get("low") is not None:
+            band = f"{num(cost['low'], spec)}-{num(cost.get('high'), spec)}"
         if not r.get("feasible"):
-            note = "; ".join(r.get("reasons") or [])
+            note = "cannot run: " + "; ".join(r.get("reasons") or [])
         elif r.get("usd_per_hour") is None and r.get("breakeven_usd_per_hour"):
-            note = f"unpriced; ties at ${r['breakeven_usd_per_hour']:,.2f}/h"
+            note = f"unpriced; costs the same as #1 at ${r['breakeven_usd_per_hour']:,.2f}/h"
         elif r.get("usd_per_hour") is None:
             note = "unpriced"
+        elif cost is not None and cost.get("tie"):
+            note = "tie with #1"
         else:
             note = ""
         experts = f" ep{r['ep']}" if (r.get("ep") or 1) > 1 else ""
@@ -176,34 +188,33 @@ def _ranked(result: dict[str, Any]) -> str:
                 num(r.get("output_tokens_per_s"), ",.0f"),
             ]
         )
+        extra = (
+            [num(r.get("usd_per_1m_output_tokens"), ",.3f"), num(r.get("instances_for_load"), ",d")]
+            if loaded
+            else []
+        )
         rows.append(
-            [str(rank), esc(r.get("instance")), esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf,
-             num(r.get("usd_per_hour")), num(r.get(metric), ",.3f"), band,
-             *([num(r.get("instances_for_load"), ",d"), num(r.get("usd_per_month"), ",.0f")] if loaded else []),
+            [str(rank), esc(r.get("instance")), num(None if cost is None else cost["value"], spec), band,
+             esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf, num(r.get("usd_per_hour")), *extra,
              esc(note)]
         )  # fmt: skip
-        if r.get("feasible") and r.get(metric) is not None and len(bars) < 12:
-            bars.append(
-                (
-                    f"{r.get('count')} x {r.get('instance')}",
-                    r[metric],
-                    r.get(f"{metric}_low"),
-                    r.get(f"{metric}_high"),
-                )
-            )
-    head = ["#", "instance", "n", "chip", "layout"]
+    head = ["#", "instance", short.get(by, "$/1M out"), "p10-p90", "n", "chip", "layout"]
     head += ["tok/s/chip", "days"] if training else ["TTFT ms", "TPOT ms", "out tok/s"]
-    head += ["$/h", unit, "p10-p90", *(["instances", "$/month"] if loaded else []), "note"]
+    head += ["$/h", *(["$/1M out", "instances"] if loaded else []), "note"]
     n_perf = 2 if training else 3
-    numeric = [0, 2, *range(5, 5 + n_perf + 3 + 2 * loaded)]
-    order = "by USD a month for the load" if loaded else "by cost"
-    chart = bar_band_chart(
-        bars, title=f"First {len(bars)} in rank order ({order}): {unit}, p10-p90 bands", unit=unit
+    numeric = [0, 2, 3, 4, *range(7, 7 + n_perf + 1 + 2 * loaded)]
+    bars = list(ranked.values())[:12]
+    ties = sum(1 for b in bars if b.get("tie"))
+    title = f"First {len(bars)} in rank order: {unit}, p10-p90 bands" + (
+        f"; {ties} tie with #1" if ties else ""
     )
-    caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by cost"
+    charts = "".join(bar_band_chart(bars, title=title, unit=unit, compact=c) for c in (False, True))
+    caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by {unit}"
     return (
         f'<section class="ranked" aria-label="Results"><h2>Ranked</h2>'
-        f'<figure class="scroll chart-box" role="group" aria-label="Chart" tabindex="0">{chart}</figure>'
+        f'<figure class="chart-box" role="group" aria-label="Chart">{charts}<figcaption class="small">'
+        'Bars in the table\'s order; whiskers are p10-p90 bands. A pale bar, "tie with #1", overlaps the '
+        "leader's band: within the model's validation error the two cannot be told apart.</figcaption></figure>"
         f"{table(head, rows, numeric=numeric, caption=caption)}</section>"
     )
 
