@@ -87,7 +87,10 @@ def plan_cmd(
     concurrency: str | None = typer.Option(
         None, "--concurrency", help="Load steps, e.g. 1,8,32 (default: around the predicted capacity)."
     ),
-    requests: int = typer.Option(64, "--requests", min=1, help="Requests per load step."),
+    requests: int = typer.Option(64, "--requests", min=1, help="Requests per step (with --duration 0)."),
+    duration: float = typer.Option(
+        60.0, "--duration", min=0, help="Steady window of each step in s (0: run --requests per step)."
+    ),
     hf_model: str | None = typer.Option(
         None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."
     ),
@@ -108,6 +111,7 @@ def plan_cmd(
         concurrency=_ints(concurrency, "--concurrency"),
         requests_per_step=requests,
         serve_model=hf_model,
+        duration_s=duration or None,
     )
     written = write_kit(kit, out)
     if as_json:
@@ -183,7 +187,8 @@ def run_cmd(
         requests_per_step=requests or load.requests_per_step,
         api=api or load.api,
         ignore_eos=load.ignore_eos and not no_ignore_eos,
-        duration_s=duration if duration is not None else load.duration_s,
+        # --requests alone asks for counted steps; --duration for timed ones
+        duration_s=duration if duration is not None else (None if requests else load.duration_s),
         warmup_s=warmup if warmup is not None else load.warmup_s,
         cooldown_s=cooldown if cooldown is not None else load.cooldown_s,
         arrival=arrival or load.arrival,
