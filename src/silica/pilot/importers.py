@@ -177,7 +177,7 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
         )
         if (v := _num(raw.get(key))) is not None
     ]
-    return Imported("vllm bench serve", shape["engine"], ctx.engine_version, tuple(rows))
+    return Imported("vllm bench serve", ctx.engine or "vllm", ctx.engine_version, tuple(rows))
 
 
 _TRITON_BACKENDS = {"tensorrtllm": "trtllm", "vllm": "vllm"}  # genai-perf `--backend` -> Silica engine
