@@ -359,6 +359,12 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
     )
     bound = f" (at its bound: {', '.join(entry['at_bound'])})" if entry["at_bound"] else ""
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
+    for name, why in entry.get("why", {}).items():
+        typer.echo(f"  {name}: {why}")
+    typer.echo(
+        f"  applies to estimates on {entry['family']} with --engine {entry['engine']} "
+        f"(e.g. silica estimate MODEL --on INSTANCE --engine {entry['engine']})"
+    )
     if out is not None:
         typer.echo(f"  estimates use it when SILICA_CALIBRATION_OVERLAY={out}")
 

@@ -76,6 +76,19 @@ def _how_much(ratio: float) -> str:
     return f"{1 / ratio:.2f}x below the predicted throughput"
 
 
+def _reach(vendor: str, engine: str) -> str:
+    """Which estimates a calibration from this pilot changes: those for the engine it measured."""
+    from silica.perf.stacks import default_stack
+
+    default = default_stack(vendor, "inference")[0].name
+    if default == engine:
+        return f"estimates and advise on this chip family ({engine}, the default engine) then use the measured speed"
+    return (
+        f"estimates with --engine {engine} on this chip family then use the measured speed; those with "
+        f"the default engine ({default}), and advise's ranking, keep the shipped calibration"
+    )
+
+
 def compare_pilot(
     result: dict[str, Any], prediction: dict[str, Any] | None = None, where: str = "result"
 ) -> PilotComparison:
@@ -136,8 +149,7 @@ def compare_pilot(
         cost = f"; at ${usd:g}/h" if isinstance(usd, int | float) else ""
         effect = (
             f"cost per 1M output tokens on {dep.instance if dep else 'this instance'} is {1 / ratio:.2f}x "
-            f"the advised figure{cost}; run `silica calibrate --from-pilot` and re-run `silica advise` "
-            "so its ranking uses the measured speed"
+            f"the advised figure{cost}; run `silica calibrate --from-pilot`: {_reach(dep.vendor, dep.engine) if dep else ''}"
         )
     return PilotComparison(
         model=str(dep.model if dep else result.get("model")),
