@@ -44,6 +44,8 @@ class Planned:
     tpot_slo_ms: float | None
     usd_per_1m_output_tokens: float | None
     source: str  # the file and the kind of result it was
+    tp: int | None = None  # the layout and engine the figures are for: expected latency at another load
+    engine: str | None = None
 
     @property
     def tokens_per_s_per_instance(self) -> float | None:
@@ -125,6 +127,8 @@ def _from_estimate(e: dict[str, Any], path: Path, name: str, kind: str, slo: dic
         tpot_slo_ms=_num(slo, "tpot_slo_ms"),
         usd_per_1m_output_tokens=_num(e, "usd_per_1m_output_tokens"),
         source=f"{path} ({kind})",
+        tp=int(e["tp"]) if isinstance(e.get("tp"), int) and not isinstance(e.get("tp"), bool) else None,
+        engine=str(e["engine"]) if isinstance(e.get("engine"), str) and e.get("engine") else None,
     )
 
 

@@ -43,6 +43,13 @@ class Span:
     usd: float | None
     usd_per_1m_output_tokens: float | None
     requests_running: float | None
+    # The load the window ran at, and what the plan's model expects at that load (None when the
+    # engine does not export the request lengths or the plan has no layout to estimate again).
+    concurrency: float | None = None  # requests in flight per replica (running gauge, else Little's law)
+    input_len: float | None = None  # mean prompt tokens per request (the engine's histogram)
+    output_len: float | None = None
+    expected_ttft_ms: float | None = None
+    expected_tpot_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +66,14 @@ class Drift:
     observed: float
     ratio: float  # observed / planned
     direction: str  # "slower" or "faster"
+    against: str = "plan"  # "plan" (the planned batch) or "load" (expected at the window's own load)
 
     def describe(self) -> str:
         pct = abs(self.ratio - 1.0) * 100
         return (
             f"{self.deployment} {minute_utc(self.start)}-{minute_utc(self.end)}: {self.figure[:4].upper()} "
-            f"{self.observed:.1f} ms vs plan {self.planned:.1f} ms ({pct:.0f}% {self.direction}, band "
-            f"{self.low:.1f}-{self.high:.1f} ms)"
+            f"{self.observed:.1f} ms vs {'expected at its load' if self.against == 'load' else 'plan'} "
+            f"{self.planned:.1f} ms ({pct:.0f}% {self.direction}, band {self.low:.1f}-{self.high:.1f} ms)"
         )
 
 
