@@ -206,7 +206,19 @@ def _deployment(
         slo=slo,
         gaps=tuple(_gaps(plan.name, series)),
         missing=tuple(missing),
+        resets=tuple(_resets(sig)),
     )
+
+
+def _resets(sig: dict[str, list[tuple[Series, float]]]) -> list[str]:
+    """Where a token counter fell: the engine behind it restarted (its increase there is its new value)."""
+    out = []
+    for key in ("generation_tokens", "prompt_tokens"):
+        for s, _ in sig.get(key, []):
+            for r in fg.rises(s):
+                if r.reset:
+                    out.append(f"{s.name} on {_host(s)} reset at {iso_utc(r.t1)} (the engine restarted)")
+    return out
 
 
 def _spans(

@@ -102,6 +102,8 @@ class DeploymentReport:
     slo: dict[str, bool | None]
     gaps: tuple[str, ...]
     missing: tuple[str, ...]
+    # counter resets (an engine restarted): the increase after one is the new value, as increase() does
+    resets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
