@@ -56,6 +56,17 @@ class Server:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
                 body = json.loads(await reader.readexactly(length)) if length else {}
+                if head.startswith(b"GET /metrics"):  # vLLM's gauge, as its /metrics exports it
+                    payload = (
+                        b"# TYPE vllm:num_requests_running gauge\n"
+                        b'vllm:num_requests_running{model_name="m"} %d\n' % self.in_flight
+                    )
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n%s"
+                        % (len(payload), payload)
+                    )
+                    await writer.drain()
+                    continue
                 if head.startswith(b"GET"):
                     payload = b'{"object":"list","data":[]}'
                     writer.write(

@@ -31,7 +31,8 @@ def test_a_closed_loop_step_holds_n_in_flight_for_its_steady_window() -> None:
     )
     with serving() as srv:
         begin = time.perf_counter()
-        result = run_plan(f"http://127.0.0.1:{srv.port}", "slow", plan)
+        base = f"http://127.0.0.1:{srv.port}"
+        result = run_plan(base, "slow", plan, metrics_url=base + "/metrics", scrape_interval_s=0.1)
         first = next(t for t, k in srv.log if k > 0)
         assert first >= begin
         # The server's own count over the steady window (a little inside it, for the clock skew of
@@ -47,6 +48,9 @@ def test_a_closed_loop_step_holds_n_in_flight_for_its_steady_window() -> None:
     assert step.excluded > 0  # warm-up and cool-down requests are not counted
     assert step.requests >= n * 1.0 / 0.2  # the steady window's requests, ~0.15 s each
     assert step.short_answers == 0
+    # The engine's own running-requests gauge, scraped during the steady window, saw N too.
+    assert step.engine is not None and step.engine["scrapes"] >= 5
+    assert 0.9 * n <= step.engine["running_mean"] <= n and step.engine["running_max"] == n
 
 
 @pytest.mark.parametrize("arrival", ["constant", "poisson"])
@@ -148,3 +152,26 @@ def test_plans_refuse_what_cannot_run_and_keep_the_new_fields() -> None:
     plan = LoadPlan(4, 4, (1, 2), 1, rates=(0.5,), duration_s=30, warmup_s=5, cooldown_s=8, seed=9)
     again = LoadPlan.from_dict(plan.to_dict(), "test")
     assert again == plan
+
+
+def test_engine_metrics_are_read_from_vllm_exposition() -> None:
+    from silica.pilot.engine_metrics import parse_exposition, summarise
+
+    text = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+vllm:num_preemptions_total{engine="0",model_name="m"} 4.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 10.0
+vllm:generation_tokens_total{engine="0",model_name="m"} 99.0
+"""
+    a = parse_exposition(text)
+    assert a == {"running": 5.0, "waiting": 1.0, "kv_cache_usage": 0.5, "preemptions": 4.0,
+                 "prefix_cache_queries": 1000.0, "prefix_cache_hits": 10.0}  # fmt: skip
+    b = {**a, "preemptions": 6.0, "prefix_cache_queries": 3000.0, "prefix_cache_hits": 30.0}
+    s = summarise([(0.0, a), (1.0, b)])
+    assert s is not None and s["preemptions"] == 2.0 and s["prefix_cache_hit_rate"] == 0.01
+    assert s["running_mean"] == 5.0 and s["kv_cache_usage_max"] == 0.5

@@ -164,6 +164,10 @@ def run_cmd(
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="The model's tokenizer (folder or HF id): prompts exact in tokens."
     ),
+    metrics_url: str | None = typer.Option(
+        None, "--metrics-url", help="The engine's Prometheus metrics (default: ENDPOINT/metrics)."
+    ),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the engine's metrics."),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -218,7 +222,15 @@ def run_cmd(
             bar.update(tasks[index], completed=done)
 
         result = run_plan(
-            endpoint, model, load, progress=progress, read_timeout_s=read_timeout_s, tokenizer=tok
+            endpoint,
+            model,
+            load,
+            progress=progress,
+            read_timeout_s=read_timeout_s,
+            tokenizer=tok,
+            metrics_url=None
+            if no_metrics
+            else (metrics_url or endpoint.rstrip("/").removesuffix("/v1") + "/metrics"),
         )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")

@@ -30,6 +30,7 @@ from typing import Any
 
 from silica.errors import InputError
 from silica.pilot.client import RequestRecord, StreamClient, payload_for
+from silica.pilot.engine_metrics import Scraper, summarise
 from silica.pilot.loadplan import LoadPlan
 from silica.pilot.prompts import PromptMaker, Tokenizer
 
@@ -83,6 +84,7 @@ class StepResult:
     mean_in_flight: float | None = None  # time-averaged requests in flight in the steady window
     short_answers: int = 0  # completed with fewer output tokens than asked: not in TPOT/ITL
     excluded: int = 0  # warm-up and cool-down requests, not counted
+    engine: dict[str, Any] | None = None  # the engine's /metrics over the step (engine_metrics.summarise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,7 @@ class PilotResult:
     stopped: str | None = None  # why the run ended before the plan did
     source: str = "silica pilot run"
     engine_version: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -116,6 +119,7 @@ class PilotResult:
             "stopped": self.stopped,
             "plan": self.plan.to_dict(),
             "steps": [asdict(s) | {"errors": list(s.errors)} for s in self.steps],
+            "notes": list(self.notes),
         }
 
     def to_csv(self) -> str:
@@ -280,6 +284,7 @@ class _Step:
         self.records: list[RequestRecord] = []
         self.sent = 0
         self.refused = False  # an error status: stop sending, do not hammer a refusing server
+        self.window: tuple[float, float] | None = None  # the counted part of the step (perf_counter)
 
     async def send(self) -> RequestRecord:
         plan = self.plan
@@ -359,8 +364,10 @@ async def _run_step(
     index: int,
     load: tuple[str, float],
     progress: Progress | None,
-) -> tuple[StepResult, bool]:
-    """The step's result, and whether the server refused a request with an error status."""
+    metrics: tuple[str, float] | None = None,
+) -> tuple[StepResult, bool, str | None]:
+    """The step's result, whether the server refused a request with an error status, and why the
+    engine's metrics were not read (None when they were, or were not asked for)."""
     mode, level = load
     step = _Step(client, url, model, plan, prompts, index, progress)
     if index == 0:  # connections opened and the first compile done before anything is timed
@@ -368,13 +375,31 @@ async def _run_step(
             await client.stream(
                 url, payload_for(plan.api, model, prompts(-1, 0), plan.output_len, plan.ignore_eos)
             )
+    scraper = Scraper(*metrics) if metrics else None
+    scraping = asyncio.create_task(scraper.run()) if scraper else None
+    try:
+        result = await _load(step, plan, mode, level)
+    finally:
+        if scraping is not None:
+            scraping.cancel()
+            await asyncio.gather(scraping, return_exceptions=True)
+    if scraper is None:
+        return result, step.refused, None
+    window = step.window
+    engine = summarise(scraper.samples, window)
+    return replace(result, engine=engine), step.refused, None if engine else scraper.error
+
+
+async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepResult:
     if mode == "open":
         window = await step.open_timed(level)
     elif plan.duration_s is not None:
         window = await step.closed_timed(int(level))
     else:
         t0, t1 = await step.closed_count(int(level))
-        return summarise_step(plan, int(level), step.records, t1 - t0), step.refused
+        step.window = (t0, t1)
+        return summarise_step(plan, int(level), step.records, t1 - t0)
+    step.window = window
     counted = [r for r in step.records if window[0] <= r.start < window[1]]
     result = summarise_step(
         plan,
@@ -388,9 +413,8 @@ async def _run_step(
     )
     flight = _in_flight(step.records, *window)  # every request overlapping the window is in flight
     if mode == "open":
-        c = max(1, round(flight or 0.0))
-        return replace(result, concurrency=c, mean_in_flight=flight), step.refused
-    return replace(result, mean_in_flight=flight), step.refused
+        return replace(result, concurrency=max(1, round(flight or 0.0)), mean_in_flight=flight)
+    return replace(result, mean_in_flight=flight)
 
 
 def _label(mode: str, level: float) -> str:
@@ -410,9 +434,18 @@ def run_plan(
     progress: Progress | None = None,
     read_timeout_s: float = 60.0,
     tokenizer: Tokenizer | None = None,
+    metrics_url: str | None = None,
+    scrape_interval_s: float = 1.0,
 ) -> PilotResult:
-    """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps."""
+    """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps.
+
+    `metrics_url`: the engine's Prometheus endpoint, scraped every `scrape_interval_s` during each step
+    (running, waiting, KV-cache use, preemptions, prefix-cache hits) and kept with the step."""
     check_endpoint(endpoint)
+    metrics = (metrics_url, scrape_interval_s) if metrics_url else None
+    if metrics:
+        import httpx  # noqa: F401 - imported now: an import inside a step would stall its event loop
+    notes: list[str] = []
     url = _url(endpoint, plan.api)
     prompts = PromptMaker(plan.input_len, plan.seed, tokenizer)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -420,15 +453,19 @@ def run_plan(
     stopped: str | None = None
     for index, load in enumerate(steps_of(plan)):
 
-        async def one(index: int = index, load: tuple[str, float] = load) -> tuple[StepResult, bool]:
+        async def one(
+            index: int = index, load: tuple[str, float] = load
+        ) -> tuple[StepResult, bool, str | None]:
             async with StreamClient(connect_timeout_s=10.0, read_timeout_s=read_timeout_s) as client:
-                return await _run_step(client, url, model, plan, prompts, index, load, progress)
+                return await _run_step(client, url, model, plan, prompts, index, load, progress, metrics)
 
         try:
-            result, refused = asyncio.run(one())
+            result, refused, unread = asyncio.run(one())
         except KeyboardInterrupt:
             stopped = f"interrupted (Ctrl-C) during the step at {_label(*load)}"
             break
+        if unread and not notes:
+            notes.append(f"engine metrics not read: {unread}")
         if refused or result.completed == 0:
             http = [e for e in result.errors if e.startswith("HTTP ")]
             first = (http or list(result.errors) or ["no request completed"])[0]
@@ -438,5 +475,11 @@ def run_plan(
             break
         steps.append(result)
     return PilotResult(
-        endpoint=endpoint, model=model, started_at=started, plan=plan, steps=tuple(steps), stopped=stopped
+        endpoint=endpoint,
+        model=model,
+        started_at=started,
+        plan=plan,
+        steps=tuple(steps),
+        stopped=stopped,
+        notes=tuple(notes),
     )
