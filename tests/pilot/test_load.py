@@ -175,3 +175,17 @@ vllm:generation_tokens_total{engine="0",model_name="m"} 99.0
     s = summarise([(0.0, a), (1.0, b)])
     assert s is not None and s["preemptions"] == 2.0 and s["prefix_cache_hit_rate"] == 0.01
     assert s["running_mean"] == 5.0 and s["kv_cache_usage_max"] == 0.5
+
+
+def test_compare_explains_a_slow_step_from_the_engine_metrics() -> None:
+    from silica.pilot.compare import explain_miss
+
+    base = {"scrapes": 10, "running_mean": 8.0, "waiting_mean": 0.0, "preemptions": 0.0}
+    assert explain_miss(base, 8).startswith("compute")
+    assert "queueing (4.0 requests waiting" in explain_miss(
+        {**base, "running_mean": 4.0, "waiting_mean": 4.0}, 8
+    )
+    assert "preemption (3 sequences" in explain_miss(
+        {**base, "preemptions": 3.0, "kv_cache_usage_max": 0.99}, 8
+    )
+    assert explain_miss(None, 8) == "no engine metrics for this step"

@@ -353,6 +353,7 @@ def compare_cmd(
         pred = f"{k.predicted:.4g}" if k.predicted is not None else "-"
         typer.echo(
             f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
+            + (f" ({k.why})" if k.why else "")
         )
     if html is not None:
         typer.echo(f"wrote {html}")
