@@ -207,6 +207,7 @@ def _deployment(
         gaps=tuple(_gaps(plan.name, series)),
         missing=tuple(missing),
         resets=tuple(_resets(sig)),
+        gap_spans=tuple(sorted({g for s in series for g in fg.gaps(s)})),
     )
 
 

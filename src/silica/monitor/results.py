@@ -104,6 +104,7 @@ class DeploymentReport:
     missing: tuple[str, ...]
     # counter resets (an engine restarted): the increase after one is the new value, as increase() does
     resets: tuple[str, ...] = ()
+    gap_spans: tuple[tuple[float, float], ...] = ()  # the gaps above as (start, end) epoch seconds
 
 
 @dataclass(frozen=True)
