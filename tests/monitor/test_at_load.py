@@ -52,7 +52,7 @@ def _telemetry(t0: float, tpot_s: float, ttft_s: float, lengths: bool) -> str:
     return "\n".join(line for f in fams.values() for line in f.lines) + "\n# EOF\n"
 
 
-def _report(tmp_path: Path, slow: float, lengths: bool) -> tuple[dict, dict]:  # type: ignore[type-arg]
+def _report(tmp_path: Path, slow: float, lengths: bool, keep: Path | None = None) -> tuple[dict, dict]:  # type: ignore[type-arg]
     code, out, err = run(
         "estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--input-len", str(IN), "--output-len", str(OUT), "--json"
     )  # fmt: skip
@@ -75,6 +75,8 @@ def _report(tmp_path: Path, slow: float, lengths: bool) -> tuple[dict, dict]:  #
         "--since", str(t0), "--until", str(t0 + STEP * SCRAPES), "--window", "30m", "--json", "--no-store",
     )  # fmt: skip
     assert code == 0, err
+    if keep is not None:
+        keep.write_text(out)
     return json.loads(out)["deployments"][0], {"tpot": light.tpot_ms, "ttft": light.ttft_ms}
 
 
@@ -100,3 +102,15 @@ def test_without_request_lengths_the_window_is_judged_against_the_plan(tmp_path:
     dep, _ = _report(tmp_path, 1.0, lengths=False)
     assert dep["windows"][0]["expected_tpot_ms"] is None
     assert any(d["against"] == "plan" and d["direction"] == "faster" for d in dep["drift"])
+
+
+def test_calibrate_from_monitor_takes_the_lengths_the_engine_measured(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    _report(tmp_path, 1.0, lengths=True, keep=report)
+    overlay = tmp_path / "overlay.json"
+    code, _, err = run(
+        "calibrate", "--from-monitor", str(report), "--lengths", "10:10", "--out", str(overlay)
+    )
+    assert code == 0, err
+    [entry] = json.loads(overlay.read_text())["entries"]
+    assert entry["fitted_on"]["lengths"] == f"{IN}:{OUT} from the engine's request-length histograms"

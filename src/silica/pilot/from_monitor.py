@@ -73,6 +73,14 @@ def fit_from_monitor(
             continue
         plan = dep["plan"]
         vendor = "aws" if str(plan["family"]).startswith("neuron") else "nvidia"
+        # Request lengths the engine measured (its prompt/generation histograms) beat the flag's guess.
+        ins = [float(v) for w in windows if isinstance(v := w.get("input_len"), int | float) and v >= 1]
+        outs = [float(v) for w in windows if isinstance(v := w.get("output_len"), int | float) and v >= 1]
+        lengths_from = "--lengths"
+        if len(ins) == len(outs) == len(windows):
+            input_len = max(1, round(statistics.median(ins)))
+            output_len = max(1, round(statistics.median(outs)))
+            lengths_from = "the engine's request-length histograms"
         batch = max(1, round(statistics.median(w["running_per_instance"] for w in windows)))
         wl = InferenceWorkload(input_len=input_len, output_len=output_len, batch=batch)
         e = estimate(plan["model"], wl, Deployment(instance=plan["instance"]))
@@ -107,6 +115,7 @@ def fit_from_monitor(
             "windows": len(windows),
             "metrics": ["tpot p50", "ttft p50"],
             "deployment": dep["name"],
+            "lengths": f"{input_len}:{output_len} from {lengths_from}",
         }
         entries.append(entry)
     if not entries:
