@@ -79,6 +79,8 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
         "1,2,4",
         "--requests",
         "6",
+        "--duration",
+        "0",
         "--tpot-slo-ms",
         "5000",
     )

@@ -201,6 +201,29 @@ def register(app: typer.Typer) -> None:
             server.shutdown()
             server.server_close()
 
+    @monitor_app.command("rules")
+    @handle_errors
+    def rules_cmd(
+        plan: list[str] = _PLAN,
+        out: Path | None = typer.Option(None, "--out", help="Write the rule file here (default: stdout)."),
+        ttft_slo_ms: float | None = typer.Option(
+            None, "--ttft-slo-ms", help="Alert when TTFT p99 is above it."
+        ),
+        tpot_slo_ms: float | None = typer.Option(
+            None, "--tpot-slo-ms", help="Alert when TPOT p99 is above it."
+        ),
+    ) -> None:
+        """Prometheus recording and alerting rules for the planned deployments (check with promtool)."""
+        from silica._files import write_text
+        from silica.monitor.rules import prometheus_rules
+
+        text = prometheus_rules(_plans(plan), ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms)
+        if out is None:
+            sys.stdout.write(text)
+            return
+        write_text(out, text)
+        typer.echo(f"wrote {out}")
+
     app.add_typer(monitor_app)
 
 
@@ -267,7 +290,7 @@ def _print(result: Any) -> None:
     for d in result.deployments:
         for drift in d.drift:
             out.print(f"drift: {drift.describe()}")
-        for line in (*d.gaps, *d.missing):
+        for line in (*d.gaps, *d.resets, *d.missing):
             out.print(f"gap: {line}")
         measured = d.overall.chip_j_per_output_token
         if measured is not None:
