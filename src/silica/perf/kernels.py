@@ -90,8 +90,7 @@ class ModelCosts:
         """
         if self.n_experts == 0:
             return np.broadcast_to(self.static_params, np.shape(tokens)).astype(np.float64)
-        touched = self.n_experts * (1.0 - (1.0 - self.top_k / self.n_experts) ** tokens)
-        return self.static_params + self.n_moe_layers * touched * self.expert_params
+        return self.static_params + self.n_moe_layers * moe.experts_touched(self, tokens) * self.expert_params
 
     def attention_flops(self, queries: Array, context: Array, heads: Array) -> Array:
         """QK^T and AV FLOPs per query token attending to `context` keys, summed over layers."""
