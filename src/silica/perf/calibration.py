@@ -9,6 +9,7 @@ uncertainty band is widened.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
@@ -25,6 +26,7 @@ __all__ = [
     "Calibration",
     "FamilyParams",
     "Resolved",
+    "clip_band",
     "load_calibration",
 ]
 
@@ -258,6 +260,25 @@ class Calibration:
         """The family's parameters replaced for every stack (its per-stack entries dropped)."""
         kept = {k: p for k, p in self.params.items() if not k.startswith(f"{family}/")}
         return replace(self, params={**kept, family: params})
+
+
+def clip_band(
+    value: float, low: float, high: float, *, floor: float | None = None, ceiling: float | None = None
+) -> tuple[float, float]:
+    """The band value x [low, high] (ratios) as values, cut at what physics allows.
+
+    A time metric's band never reaches below `floor` (the phase's FLOPs at peak compute or its
+    bytes at peak bandwidth, `perf.kernels.PhaseSeconds.floor`); a speed metric's never above
+    `ceiling` (the same bound as a rate, or 100% MFU for training). A bound the point value itself
+    passes (it cannot, by construction) leaves the point as that band edge, so the band always
+    contains its value.
+    """
+    lo, hi = value * low, value * high
+    if floor is not None and math.isfinite(floor):
+        lo = max(lo, min(floor, value))
+    if ceiling is not None and math.isfinite(ceiling):
+        hi = min(hi, max(ceiling, value))
+    return lo, hi
 
 
 def _parse(raw: dict[str, Any], where: str) -> Calibration:

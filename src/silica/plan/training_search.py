@@ -6,6 +6,7 @@ memory and meets the deadline; ties go to the faster one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -246,6 +247,9 @@ def _estimate(
     train_days = float(days[j]) if wl.tokens else None
     per_run = cost.usd_per_run(usd_h, train_days)
     tok = float(step.tokens_per_s_per_chip[j])
+    # No band promises more than 100% MFU: the speed could at most be 1 / MFU times faster.
+    mfu = float(step.mfu[j])
+    fastest = 1.0 / mfu if mfu > 0 and math.isfinite(mfu) else None
     return TrainingEstimate(
         model=model.id,
         instance=target.instance.id,
@@ -273,9 +277,9 @@ def _estimate(
         bands={
             k: v
             for k, v in {
-                "tokens_per_s_per_chip": band(target, "train_tok_s_per_chip", tok),
-                "train_days": band(target, "train_tok_s_per_chip", train_days, invert=True),
-                "usd_per_run": band(target, "train_tok_s_per_chip", per_run, invert=True),
+                "tokens_per_s_per_chip": band(target, "train_tok_s_per_chip", tok, fastest=fastest),
+                "train_days": band(target, "train_tok_s_per_chip", train_days, invert=True, fastest=fastest),
+                "usd_per_run": band(target, "train_tok_s_per_chip", per_run, invert=True, fastest=fastest),
             }.items()
             if v is not None
         },
