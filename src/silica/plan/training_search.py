@@ -286,14 +286,14 @@ def _estimate(
         calibration=target.calibration_note,
         engine=target.engine,
         assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute)
-        + _mfu_note(wl, target, float(step.mfu[j])),
+        + _mfu_note(wl, target, float(step.mfu[j]), model.is_moe),
     )
 
 
-def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float) -> tuple[str, ...]:
-    """Say so when the MFU is beyond every published measurement of the chip family."""
+def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float, moe: bool) -> tuple[str, ...]:
+    """Say so when the MFU is beyond every published measurement of the chip family (same kind of model)."""
     flops_dtype = precision("bf16", wl.compute_dtype).flops_dtype
-    note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu)
+    note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu, moe)
     return (note,) if note else ()
 
 
