@@ -446,20 +446,8 @@ def band_coverage(
     widened, the widening chosen) from the leave-one-source-out residuals of the *other* sources
     only: what a new source should expect. Nothing of the held-out source reaches its band.
     """
-    res = _residuals(prepared, loso, catalog)
-    n_out = hit_out = 0
-    names = np.asarray(res.source)
-    for source in sorted(set(res.source)):
-        held = names == source
-        others = sorted({s for s in res.source if s != source})
-        widen = _choose_widening(res, others)
-        raw = _raw_bands(res, ~held)
-        bands = _widened(raw, widen)
-        nested = replace(fitted, bands=bands)
-        for j in np.flatnonzero(held):
-            n_out += 1
-            ratio = float(math.exp(res.log_ratio[j]))
-            hit_out += _inside(nested, res.family[j], res.metric[j], ratio)
+    held_out = held_out_hits(prepared, catalog, fitted, loso)
+    n_out, hit_out = len(held_out), sum(hit for _, hit in held_out)
     n_in = hit_in = 0
     for i, row in enumerate(prepared.rows):
         if i in prepared.skipped or row.chip not in catalog.chips:
@@ -473,6 +461,25 @@ def band_coverage(
         "rows_in_sample": float(n_in),
         "rows_out_of_sample": float(n_out),
     }
+
+
+def held_out_hits(
+    prepared: Prepared, catalog: Catalog, fitted: Calibration, loso: Array
+) -> list[tuple[str, bool]]:
+    """Per row predicted out of sample: (chip family, whether the measurement fell inside a band
+    sized and widened from the other sources only). `band_coverage` counts them all; the accuracy
+    report counts them per family."""
+    res = _residuals(prepared, loso, catalog)
+    out: list[tuple[str, bool]] = []
+    names = np.asarray(res.source)
+    for source in sorted(set(res.source)):
+        held = names == source
+        others = sorted({s for s in res.source if s != source})
+        nested = replace(fitted, bands=_widened(_raw_bands(res, ~held), _choose_widening(res, others)))
+        for j in np.flatnonzero(held):
+            ratio = float(math.exp(res.log_ratio[j]))
+            out.append((res.family[j], _inside(nested, res.family[j], res.metric[j], ratio)))
+    return out
 
 
 def _inside(calibration: Calibration, family: str, metric: str, ratio: float) -> bool:
