@@ -485,8 +485,13 @@ MoE terms live in `src/silica/perf/moe.py` and `src/silica/perf/kernels.py`; one
   dispatchers of Megatron-Bridge's DeepSeek-V3 and GPT-OSS recipes): (D - 1)(1 - (1 - 1/D)^top_k)
   copies over D instances. The slower of the two shares sets the time, plus
   `collective_latency_us` each.
-- Grouped GEMM: an expert's matmul sees tokens x top_k / E x max(ep / tp, 1) tokens and runs at the
-  efficiency the `compute_half_tokens` curve gives that many.
+- Experts touched: T tokens (T = the step's tokens x max(ep / tp, 1)) pick E (1 - (1 - k/E)^T)
+  distinct experts per MoE layer in expectation (uniform routing): k at batch 1, all E in a large
+  step. Only those experts' weights are read from HBM (per rank, their share under ep), so
+  small-batch MoE decode is bound by the bytes of its active experts.
+- Grouped GEMM: the T x top_k routed copies are spread over the touched experts only (a grouped
+  GEMM skips empty groups), so each touched expert's matmul sees T x k / touched >= 1 tokens and
+  runs at the efficiency the `compute_half_tokens` curve gives that many.
 - Router: 2 x tokens x d_model x E FLOPs per MoE layer.
 - Per-layer host work: `moe_layer_overhead_us` per MoE layer per pass on top of
   `layer_overhead_us` (top-k, the token-count copy a dropless dispatch waits for, permutes, one
