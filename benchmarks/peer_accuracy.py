@@ -213,6 +213,14 @@ def main() -> int:
     parser.add_argument("csv", nargs="*", type=Path)
     parser.add_argument("--max-rows", type=int, default=None, help="Attempt at most N rows per peer.")
     parser.add_argument("--list", action="store_true", help="Print every row the peers predict.")
+    parser.add_argument(
+        "--silica-loso",
+        type=Path,
+        default=None,
+        help="A .npy of Silica's leave-one-source-out predictions of the fitted rows, in the order "
+        "`silica calibrate` reads them (silica.validate.fit.leave_one_source_out): scores Silica out of "
+        "sample on the rows of its fit too, as the peers are everywhere.",
+    )
     args = parser.parse_args()
     files = args.csv or [
         ROOT.parent / "shared" / "benchmarks" / "published.csv",
@@ -267,9 +275,22 @@ def main() -> int:
             )
             for reason, n in failures.most_common():
                 print(f"    {n:4d} x {reason}")
+    if args.silica_loso is not None:
+        # The fitted rows come first, in the calibration's order (published.csv, then the bundled files).
+        loso = np.load(args.silica_loso)
+        fit_rows = sorted(in_fit)
+        if len(loso) != len(fit_rows) or fit_rows != list(range(len(fit_rows))):
+            print(f"error: {args.silica_loso} has {len(loso)} predictions for {len(fit_rows)} fitted rows")
+            return 2
+        predicted["silica held out"] = {i: float(v) for i, v in enumerate(loso) if np.isfinite(v) and v > 0}
     for name, values in predicted.items():
-        if name == "silica":
+        if name.startswith("silica"):
             continue
+        if "silica held out" in predicted:
+            pair = sorted(set(values) & set(predicted["silica held out"]) & in_fit)
+            for who in ("silica held out", name):
+                ape = [abs(predicted[who][i] - rows[i].value) / abs(rows[i].value) for i in pair]
+                print(f"  {'in fit, source held out':20s} rows both predict, {who:15s}: {_stats(ape)}")
         for label, split in (
             ("in Silica's fit", in_fit),
             ("outside Silica's fit", set(range(len(rows))) - in_fit),
@@ -279,7 +300,7 @@ def main() -> int:
                 ape = [abs(predicted[who][i] - rows[i].value) / abs(rows[i].value) for i in pair]
                 print(f"  {label:20s} rows silica and {name} both predict, {who:15s}: {_stats(ape)}")
     if args.list:
-        shown = set().union(*(set(v) for n, v in predicted.items() if n != "silica"))
+        shown = set().union(*(set(v) for n, v in predicted.items() if not n.startswith("silica")))
         for i in sorted(shown):
             r = rows[i]
             cells = ", ".join(f"{n} {predicted[n][i]:.4g}" for n in predicted if i in predicted[n])
