@@ -69,6 +69,8 @@ AIC_MODELS = {
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
     "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
 }
+# Model types whose MLP is gated (SwiGLU/GeGLU: three d_model x d_ff matrices).
+GATED_MLP = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3"}
 LLMA_GPUS = {"a100-80gb": "a100-sxm-80gb", "h100": "h100-sxm-80gb"}
 LLMA_DTYPES = {("fp16", "fp16"): "w16a16e16", ("bf16", "bf16"): "w16a16e16", ("fp8", "fp8"): "w8a8e16"}
 
@@ -140,6 +142,7 @@ def _llm_analysis(workdir: Path) -> Predictor | None:
         if spec.kind == "encoder" or spec.n_experts:
             return None  # llm-analysis describes dense decoders only
         path = workdir / f"{model_id}.json"
+        width = 1.5 if spec.model_type in GATED_MLP else 1.0
         if not path.exists():
             config = {
                 "name": model_id,
@@ -149,11 +152,11 @@ def _llm_analysis(workdir: Path) -> Predictor | None:
                 "vocab_size": spec.vocab_size,
                 "max_seq_len": spec.max_positions,
                 "num_key_value_heads": spec.n_kv_heads,
-                "ffn_embed_dim": spec.d_ff,
-                # Its MLP FLOPs and weights read hidden_dim x expansion_ratio; without it every
-                # Llama row raised. A gated (SwiGLU) MLP has three matrices of d_ff.
-                "expansion_ratio": spec.d_ff / spec.d_model,
-                "mlp_gated_linear_units": True,
+                # llm-analysis (0.2.x) counts two MLP matrices of hidden_dim x ffn_embed_dim; a gated
+                # (SwiGLU) MLP has three of d_ff, so the same parameters and FLOPs are 1.5 d_ff wide.
+                # It also needs expansion_ratio (without it every Llama row raised).
+                "ffn_embed_dim": int(width * spec.d_ff),
+                "expansion_ratio": width * spec.d_ff / spec.d_model,
                 "model_type": "llama",
             }
             path.write_text(json.dumps(config))
