@@ -261,6 +261,11 @@ class Calibration:
             f"{best['source']})"
         )
 
+    def with_params(self, family: str, params: FamilyParams) -> Calibration:
+        """The family's parameters replaced for every stack (its per-stack entries dropped)."""
+        kept = {k: p for k, p in self.params.items() if not k.startswith(f"{family}/")}
+        return replace(self, params={**kept, family: params})
+
 
 def clip_band(
     value: float, low: float, high: float, *, floor: float | None = None, ceiling: float | None = None
