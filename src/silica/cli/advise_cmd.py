@@ -52,8 +52,10 @@ def register(app: typer.Typer) -> None:
         from silica.advise.records import advice_records
         from silica.report import Meta
 
-        _check_targets(html, md, inputs=(inventory,))  # before the work: never over the inventory
+        _check_targets(html, md, inputs=(inventory,))  # before reading: never over the inventory
         inv = load_inventory(inventory)
+        # Before the work: nor over a file the inventory names (its prices file, a scan file).
+        _check_targets(html, md, inputs=inv.input_files())
         with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
             result = run(inv, settings=parse_settings(settings or []))
         from silica.report.page import price_facts
@@ -88,7 +90,7 @@ def register(app: typer.Typer) -> None:
         from silica.catalog import load_catalog, parse_price_overrides
         from silica.report import Meta
 
-        _check_targets(html, md, inputs=())  # before the work
+        _check_targets(html, md, inputs=(prices,))  # before the work: never over the prices file
         overrides = parse_price_overrides(price, load_catalog()) if price else None
         catalog = load_catalog(prices_path=prices, overrides=overrides)
         with progress("re-deriving the vendors' claims", not as_json):
@@ -180,13 +182,11 @@ def _same(a: Path, b: Path) -> bool:
     return os.path.abspath(a) == os.path.abspath(b) or a.resolve() == b.resolve()
 
 
-def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> None:
+def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path | None, ...]) -> None:
     """Refuse, before any work or store write, a report path that cannot be written or is an input."""
-    from silica._files import check_output
+    from silica._files import check_outputs
 
-    for path, option in ((html, "--html"), (md, "--md")):
-        if path is not None:
-            check_output(path, inputs=inputs, option=option)
+    check_outputs([("--html", html), ("--md", md)], inputs=inputs)
 
 
 def _write(reports: list[tuple[Path, str]]) -> None:

@@ -178,8 +178,11 @@ def register(app: typer.Typer) -> None:
         from silica.report.fleet import write_fleet_report
         from silica.report.page import Meta
 
-        if html is not None:  # before the simulation: never over the fleet file
+        if html is not None:  # before the simulation: never over the fleet file or a file it names
+            from silica.fleet import load_fleet_file
+
             check_output(html, inputs=(fleet_file,), option="--html")
+            check_output(html, inputs=load_fleet_file(fleet_file).input_files(), option="--html")
         with progress(f"simulating {fleet_file.name}", not as_json):
             sim = simulate_file(fleet_file, policy or None)
         if html is not None:

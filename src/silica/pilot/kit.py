@@ -286,12 +286,14 @@ def _files(
 
 
 def write_kit(kit: Kit, directory: Path) -> list[Path]:
+    from silica._files import write_text
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         for name, text in kit.files.items():
             path = directory / name
-            path.write_text(text)
+            write_text(path, text)  # atomic: a kit file is whole or absent
             if name.endswith(".sh"):
                 path.chmod(0o755)
             written.append(path)
