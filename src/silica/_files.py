@@ -54,10 +54,12 @@ __all__ = [
     "check_rows",
     "csv_text",
     "file_kind",
+    "json_decoder",
     "max_file_bytes",
     "parse_json",
     "parse_toml",
     "read_bytes",
+    "read_head",
     "read_text",
     "write_text",
 ]
@@ -195,6 +197,20 @@ def read_bytes(
         ) from None
 
 
+def read_head(path: Path | str, size: int, what: str = "file", hint: str = "a file") -> bytes:
+    """The first `size` bytes of a user's file (to sniff its format), with `read_bytes`'s refusals."""
+    kind = file_kind(path)
+    if kind in ("missing", "directory") or kind not in ("regular", "fifo", "unreadable"):
+        read_bytes(path, what, hint)  # raises the one line for that kind
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except OSError as err:
+        raise DataFileError(
+            f"Cannot read {_shown(path)}: {err.strerror or err}.", "check the path and permissions."
+        ) from None
+
+
 def _read_capped(handle: IO[bytes], path: Path | str, what: str, cap: int) -> bytes:
     parts: list[bytes] = []
     total = 0
@@ -253,9 +269,10 @@ def check_rows(path: Path | str, count: int) -> None:
         )
 
 
-def parse_json(text: str | bytes, path: Path | str, what: str = "a JSON file") -> Any:
-    """`json.loads` that names the file and line and refuses, each in one line: NaN/Infinity, floats
-    that overflow to infinity, integers longer than `MAX_INT_DIGITS` digits, and deep nesting."""
+def json_decoder(path: Path | str) -> json.JSONDecoder:
+    """A decoder that refuses, each as one `DataFileError` line naming `path`: NaN/Infinity, floats
+    that overflow to infinity and integers longer than `MAX_INT_DIGITS` digits (Python's own limit,
+    4,300 digits, is a ValueError from deep inside `int()`). Nesting is the caller's to check."""
 
     def refuse(name: str) -> Any:
         raise DataFileError(f"{_shown(path)}: {name} is not a number JSON allows.", "write a finite number.")
@@ -279,8 +296,16 @@ def parse_json(text: str | bytes, path: Path | str, what: str = "a JSON file") -
             )
         return value
 
+    return json.JSONDecoder(parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float)
+
+
+def parse_json(text: str | bytes, path: Path | str, what: str = "a JSON file") -> Any:
+    """`json.loads` that names the file and line and refuses, each in one line: NaN/Infinity, floats
+    that overflow to infinity, integers longer than `MAX_INT_DIGITS` digits, and deep nesting."""
     try:
-        value = json.loads(text, parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float)
+        if isinstance(text, bytes):
+            text = text.decode("utf-8-sig")
+        value = json_decoder(path).decode(text)
     except json.JSONDecodeError as err:
         raise DataFileError(
             f"{_shown(path)} is not JSON: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg}).",
@@ -304,7 +329,9 @@ def parse_toml(text: str, path: Path | str) -> dict[str, Any]:
     try:
         value = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise DataFileError(f"{_shown(path)} is not TOML ({_first_line(err)}).", "fix the file.") from None
+        raise DataFileError(
+            f"{_shown(path)} is not valid TOML: {_first_line(err)}.", "fix the syntax there."
+        ) from None
     except RecursionError:
         raise _too_deep(path) from None
     if _depth(value) > MAX_NESTING:

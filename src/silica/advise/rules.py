@@ -147,10 +147,11 @@ def load_rules(path: Path | None = None) -> Rules:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: Path) -> Rules:
+    from silica._files import read_text
+
+    text = read_text(path, "rules file", "a decision-rules YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(f"Cannot read rules file {path}: {err.strerror}.", "check the path.") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise DataFileError(f"Rules file {path} is not valid YAML: {err}.", "fix the YAML.") from None
     if not isinstance(data, dict) or set(data) != {"version", "as_of", "thresholds", ARCHITECTURES, "rules"}:
