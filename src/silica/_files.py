@@ -178,7 +178,7 @@ def read_bytes(
         return _read_capped(sys.stdin.buffer, "standard input", what, cap)
     kind = file_kind(path)
     if kind == "missing":
-        raise DataFileError(f"{_shown(path)} does not exist.", f"give the path of {hint}.")
+        raise DataFileError(f"Cannot read {_shown(path)}: it does not exist.", f"give the path of {hint}.")
     if kind == "directory":
         raise DataFileError(f"{_shown(path)} is a directory, not a {what}.", f"give the path of {hint}.")
     if kind not in ("regular", "fifo", "unreadable"):
@@ -482,7 +482,7 @@ def check_outputs(
         for other_option, other in seen:
             if os.path.abspath(path) == os.path.abspath(other) or _same_file(path, other):
                 raise InputError(
-                    f"{option} {_shown(path)} and {other_option} {_shown(other)} are the same file.",
+                    f"{other_option} and {option} both name {_shown(path)}; the second would replace the first.",
                     "give each output its own file.",
                 )
         seen.append((option, path))

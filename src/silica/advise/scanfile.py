@@ -67,7 +67,12 @@ def read_scan(path: Path) -> ScanSummary:
     try:  # size, file kind, UTF-8, NaN, integer digits and nesting: one line each
         data = parse_json(read_text(path, "scan file", "the output of `silica scan --json`"), path)
     except DataFileError as err:
-        raise DataFileError(f"Scan file: {err.problem}", fix) from None
+        problem = err.problem
+        if problem.startswith("Cannot read "):
+            problem = "Cannot read scan file " + problem.removeprefix("Cannot read ")
+        else:
+            problem = f"Scan file {problem}"
+        raise DataFileError(problem, fix) from None
     if not isinstance(data, dict):
         raise DataFileError(f"Scan file {path} is not a JSON object.", fix)
     verdicts = data.get("target_verdicts")

@@ -45,11 +45,26 @@ def _write(path: Path, text: str) -> None:
 
 def _csv_beside(out: Path) -> Path | None:
     """The CSV written beside a result JSON; none when the result goes to `-` or a device."""
-    from silica._files import file_kind
+    from silica._files import file_kind, read_head
+    from silica.errors import InputError
 
     if str(out) == "-" or file_kind(out) not in ("missing", "regular"):
         return None
-    return out.with_suffix(".csv")
+    beside = out.with_suffix(".csv")
+    if beside == out:
+        raise InputError(
+            f"--out {out} ends in .csv; the CSV beside it would replace it.", "give --out x.json."
+        )
+    # Replace an earlier run's CSV, never a file of the user's.
+    if file_kind(beside) == "regular" and read_head(beside, len(_CSV_HEAD)) != _CSV_HEAD:
+        raise InputError(
+            f"--out {out} writes its CSV to {beside}, which exists and is not a pilot result CSV.",
+            "give --out another name, or move that file.",
+        )
+    return beside
+
+
+_CSV_HEAD = b"concurrency,requests,completed,failed,"  # how `pilot run`'s CSV begins
 
 
 def _kit_files(plan: Path | None) -> tuple[Path, ...]:
