@@ -137,6 +137,10 @@ def _number(name: str, value: Any, where: str) -> float:
         raise InputError(f"{where}: {name} is a fraction in [0, 1], got {value}.", f"e.g. {name}=0.5.")
     if name in _SHARES and not 0 < value <= 1:
         raise InputError(f"{where}: {name} is a share in (0, 1], got {value}.", f"e.g. {name}=0.7.")
+    if name.endswith("_months"):  # a period divides savings: zero is a division by zero, not a rule
+        from silica.limits import check
+
+        check("months", value, f"{where}: {name}")
     return float(value)
 
 
@@ -220,6 +224,8 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
             raise InputError(
                 f"Bad --set {item!r}.", "write it as NAME=VALUE, e.g. --set max_payback_months=6."
             )
+        if name.strip() in out:
+            raise InputError(f"--set {name.strip()} is given twice.", "keep one of them.")
         try:
             out[name.strip()] = yaml.safe_load(text)
         except yaml.YAMLError:

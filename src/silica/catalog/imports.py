@@ -351,7 +351,9 @@ def _price_list_item(path: Path, item: Any) -> dict[str, Any]:
         try:
             item = parse_json(item, "a PriceList entry", "the AWS CLI's get-products output")
         except DataFileError as err:
-            raise DataFileError(f"{path}: {err.problem.replace(' is not JSON: not', ' is not')}", None) from None
+            raise DataFileError(
+                f"{path}: {err.problem.replace(' is not JSON: not', ' is not')}", None
+            ) from None
     if not isinstance(item, dict):
         raise DataFileError(f"{path}: a PriceList entry is a {type(item).__name__}, not a product.", None)
     return item

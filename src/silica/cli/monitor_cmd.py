@@ -36,14 +36,15 @@ def parse_duration(value: str, option: str) -> float:
 def parse_time(value: str, option: str, now: float) -> float:
     """ISO 8601 (`2026-11-30T08:00:00Z`), epoch seconds, `now` or `now-6h`."""
     from silica.errors import InputError
+    from silica.limits import check
 
     text = value.strip()
     if text == "now":
         return now
     if text.startswith("now-"):
-        return now - parse_duration(text[4:], option)
+        return check("timestamp_s", now - parse_duration(text[4:], option), option)
     try:
-        return float(text)
+        return check("timestamp_s", float(text), option)  # inf, -1e308, milliseconds: one line
     except ValueError:
         pass
     try:
@@ -55,7 +56,7 @@ def parse_time(value: str, option: str, now: float) -> float:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)  # telemetry is kept in UTC; say so in the help
-    return parsed.timestamp()
+    return check("timestamp_s", parsed.timestamp(), option)
 
 
 def _plans(values: list[str]) -> list[Any]:
