@@ -14,6 +14,7 @@ shell metacharacter) as well as the cases the issue reported:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -593,3 +594,122 @@ def test_s_deep_json_is_4xx(web: Any, depth: int) -> None:
     body = '{"config": ' + "[" * depth + "]" * depth + "}"
     got = web.post("/api/v1/scan", content=body, headers={"content-type": "application/json"})
     assert 400 <= got.status_code < 500, got.text[:300]
+
+
+# ------------------------------------------------------------------------------- V: validation layer
+
+NONSENSE: dict[str, list[str]] = {
+    "price 1e308": ["estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--price", "p5.48xlarge=1e308"],
+    "two --price for one instance": [
+        "compare", "llama-3.1-8b", "--instance", "p5.48xlarge",
+        "--price", "p5.48xlarge=10", "--price", "p5.48xlarge=20",
+    ],
+    "--set max_payback_months=0": ["advise", "inv.yaml", "--set", "max_payback_months=0", "--no-store"],
+    "--set max_payback_months=-1": ["advise", "inv.yaml", "--set", "max_payback_months=-1", "--no-store"],
+    "--set max_payback_months=1e308": ["advise", "inv.yaml", "--set", "max_payback_months=1e308", "--no-store"],
+    "--set twice": ["advise", "inv.yaml", "--set", "max_payback_months=3", "--set", "max_payback_months=4"],
+    "--until inf": ["monitor", "report", "--plan", "chat=plan.json", "--from", "vllm.prom", "--until", "inf"],
+    "--since -1e308": ["monitor", "report", "--plan", "chat=plan.json", "--from", "vllm.prom", "--since", "-1e308"],
+    "--since in milliseconds": [
+        "monitor", "report", "--plan", "chat=plan.json", "--from", "vllm.prom", "--since", "1796157369000",
+    ],
+    "--vp 2 --pp 1": [
+        "estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--task", "training",
+        "--seq-len", "4096", "--tokens", "1e9", "--vp", "2", "--pp", "1",
+    ],
+    "tp beyond the chips": ["estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--tp", "16"],
+    "training past the model's positions": [
+        "estimate", "gpt-j-6b", "--on", "p5.48xlarge", "--task", "training", "--seq-len", "4096", "--tokens", "1e9",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", list(NONSENSE.values()), ids=list(NONSENSE))
+def test_v_nonsense_is_refused_naming_the_field(sandbox: Sandbox, args: list[str]) -> None:
+    sandbox.write("scans/ranker.scan.json", (ROOT / "examples" / "scans" / "ranker.scan.json").read_bytes())
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run(args), before)
+    flags = [a for a in args if a.startswith("--") and a not in ("--no-store", "--plan", "--from", "--on")]
+    assert any(f in line for f in flags), (flags, line)  # the user's field, not an internal name
+
+
+@_fuzz(300)
+@given(
+    kind=st.sampled_from(sorted(__import__("silica.limits").limits.QUANTITIES)),
+    value=st.one_of(st.floats(), st.integers(min_value=-(10**40), max_value=10**40)),
+)
+def test_v_any_number_into_every_quantity(kind: str, value: float) -> None:
+    """A value is returned only when finite and inside the declared range; else one line naming it."""
+    from silica.limits import QUANTITIES, check
+
+    q = QUANTITIES[kind]
+    try:
+        got = check(kind, value, "--field")
+    except SilicaError as err:
+        _one_line(err)
+        assert "--field" in str(err)
+        assert not q.contains(float(value))
+        return
+    assert math.isfinite(got) and q.contains(got)
+
+
+@_fuzz(100)
+@given(usd=st.one_of(st.floats(), st.text(max_size=12)), twice=st.booleans())
+def test_v_any_price_flag(usd: Any, twice: bool) -> None:
+    from silica.catalog import parse_price_overrides
+
+    items = [f"p5.48xlarge={usd}"] * (2 if twice else 1)
+    try:
+        out = parse_price_overrides(items, ["p5.48xlarge"])
+    except SilicaError as err:
+        _one_line(err)
+        return
+    assert not twice and 0 < out["p5.48xlarge"] <= 10_000
+
+
+# ----------------------------------------------------------------------------------- F: store faults
+
+
+def _damaged_store(box: Sandbox, how: str) -> None:
+    import sqlite3
+
+    path = box.root / "store.db"
+    if how == "foreign file":
+        path.write_bytes(b"this is not a database, it is a shopping list\n" * 10)
+        return
+    result = box.run(["estimate", "llama-3.1-8b", "--on", "p5.48xlarge"])  # creates the store
+    from silica import store
+
+    store.record("estimate", "seed", {"ok": 1})
+    store.close_all()
+    assert result.exit_code == 0, result.stderr
+    with sqlite3.connect(path) as db:
+        if how == "unknown revision":
+            db.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+        elif how == "non-JSON payload":
+            db.execute("UPDATE silica_records SET payload = '{not json'")
+        elif how == "payload not an object":
+            db.execute("UPDATE silica_records SET payload = '[1, 2]'")
+        elif how == "bad timestamp":
+            db.execute("UPDATE silica_records SET created_at = 'yesterday-ish'")
+
+
+@pytest.mark.parametrize(
+    "how", ["foreign file", "unknown revision", "non-JSON payload", "payload not an object", "bad timestamp"]
+)
+@pytest.mark.parametrize("args", [["history"], ["history", "--id", "1"]], ids=["history", "history --id"])
+def test_f_a_damaged_store_is_one_line_with_a_fix(sandbox: Sandbox, how: str, args: list[str]) -> None:
+    _damaged_store(sandbox, how)
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run(args), before)
+    assert "To fix:" in line
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://u:secret@db:notaport/x", "sqlite:///" + "d" * 5000 + "/s.db", "nonsense://", "::"]
+)
+def test_f_a_bad_store_url_is_one_line_and_hides_the_password(sandbox: Sandbox, url: str) -> None:
+    sandbox.monkeypatch.setenv("SILICA_DB_URL", url)
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run(["history"]), before)
+    assert "secret" not in line

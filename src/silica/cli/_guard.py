@@ -81,7 +81,9 @@ _PASSTHROUGH = _passthrough()
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    from silica.errors import mask_secrets
+
+    return mask_secrets(" ".join(text.split()))[:300]
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
