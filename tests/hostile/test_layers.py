@@ -713,3 +713,33 @@ def test_f_a_bad_store_url_is_one_line_and_hides_the_password(sandbox: Sandbox, 
     before = sandbox.snapshot()
     line = assert_one_line_error(sandbox, sandbox.run(["history"]), before)
     assert "secret" not in line
+
+
+@_fuzz(200)
+@given(name=st.text(max_size=40))
+def test_s_markdown_names_are_literal(name: str) -> None:
+    """Any name in a Markdown report: one line, no raw HTML, no unescaped Markdown syntax."""
+    from silica.report.markdown import md_name
+
+    shown = md_name(name)
+    assert "\n" not in shown and "\r" not in shown and "<" not in shown
+    plain = re.sub(r"\\(.)", "", shown.replace("&lt;", "").replace("&amp;", ""))
+    assert not set(plain) & set("`*_[]{}()#+!|~>")
+
+
+def test_s_advise_markdown_escapes_a_hostile_workload_name(sandbox: Sandbox) -> None:
+    text = (ROOT / "examples" / "inventory.yaml").read_text()
+    first = re.search(r"- name: (\S+)", text)
+    assert first is not None
+    evil = "a|b <img src=x onerror=alert(1)> ## [x](javascript:alert(1))"
+    sandbox.write(
+        "evil.yaml", text.replace(f"- name: {first.group(1)}", f"- name: {json.dumps(evil)}", 1).encode()
+    )
+    sandbox.write("scans/ranker.scan.json", (ROOT / "examples" / "scans" / "ranker.scan.json").read_bytes())
+    result = sandbox.run(["advise", "evil.yaml", "--md", "r.md", "--no-store"])
+    assert result.exit_code == 0, result.stderr
+    report = (sandbox.work / "r.md").read_text()
+    assert "<img" not in report and "](javascript" not in report
+    rows = [ln for ln in report.splitlines() if ln.startswith("| ")]
+    header = rows[0].count(" | ")
+    assert all(r.replace("\\|", "").count(" | ") == header for r in rows[:3])
