@@ -48,6 +48,7 @@ __all__ = [
     "MAX_NESTING",
     "STDIO",
     "atomic_open",
+    "check_columns",
     "check_output",
     "check_outputs",
     "check_path",
@@ -244,7 +245,27 @@ def csv_text(path: Path | str, what: str = "CSV file") -> io.StringIO:
     import csv
 
     csv.field_size_limit(1_000_000)  # a cell of a MB is not a number or a name; the limit is enforced
-    return io.StringIO(read_text(path, what, f"a {what} saved as UTF-8"), newline="")
+    text = read_text(path, what, f"a {what} saved as UTF-8")
+    try:
+        header = next(csv.reader(io.StringIO(text, newline="")), [])
+    except csv.Error:
+        header = []  # the reader that follows reports the malformed line with its number
+    check_columns(path, header)
+    return io.StringIO(text, newline="")
+
+
+def check_columns(path: Path | str, header: Iterable[str]) -> None:
+    """Refuse a CSV header that names one column twice: a reader keyed by name would keep the last
+    and drop the first without a word."""
+    seen: set[str] = set()
+    for name in header:
+        key = name.strip().lower()
+        if key and key in seen:
+            raise DataFileError(
+                f"{_shown(path)}: the column {name.strip()[:60]!r} appears twice in the header.",
+                "keep one of them.",
+            )
+        seen.add(key)
 
 
 def max_rows() -> int:

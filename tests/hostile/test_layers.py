@@ -743,3 +743,32 @@ def test_s_advise_markdown_escapes_a_hostile_workload_name(sandbox: Sandbox) -> 
     rows = [ln for ln in report.splitlines() if ln.startswith("| ")]
     header = rows[0].count(" | ")
     assert all(r.replace("\\|", "").count(" | ") == header for r in rows[:3])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dev-null", "long-name", "symlink-loop"])
+def test_r_scan_names_the_kind_of_what_it_was_given(sandbox: Sandbox, kind: str) -> None:
+    paths = _kinds(sandbox)
+    if kind == "fifo":
+        os.mkfifo(sandbox.root / "pipe")
+        paths["fifo"] = str(sandbox.root / "pipe")
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run(["scan", paths[kind]]), before)
+    assert "does not exist" not in line or kind == "symlink-loop", line
+
+
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        (["validate", "IN"], "bench.csv"),
+        (["estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--prices", "IN"], "prices.csv"),
+    ],
+    ids=["measurements CSV", "prices CSV"],
+)
+def test_v_a_duplicate_csv_column_is_refused(sandbox: Sandbox, args: list[str], name: str) -> None:
+    text = (sandbox.work / name).read_text()
+    head, _, rest = text.partition("\n")
+    first = head.split(",")[0]
+    sandbox.write("dup.csv", f"{head},{first.upper()}\n{rest}".encode())
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run([a.replace("IN", "dup.csv") for a in args]), before)
+    assert "appears twice" in line

@@ -140,6 +140,9 @@ def import_skypilot_csv(path: Path, known: Collection[str] | None = None) -> lis
     known = _known(known)
     text = _read_text(path)
     reader = csv.DictReader(text.splitlines())
+    from silica._files import check_columns
+
+    check_columns(path, reader.fieldnames or [])
     missing = [c for c in SKYPILOT_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise DataFileError(

@@ -206,17 +206,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> list[tuple[Path, str]]:
-    from silica._files import check_output
-    from silica.errors import InputError
+    from silica._files import check_outputs
 
-    out = []
-    if html is not None and md is not None and html.resolve() == md.resolve():
-        raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
-    for path, kind in ((html, "html"), (md, "md")):
-        if path is not None:
-            check_output(path, inputs=inputs, option=f"--{kind}")
-            out.append((path, kind))
-    return out
+    # Never over an input, nor one report over the other (`/dev/null` twice is fine: written in place).
+    check_outputs([("--html", html), ("--md", md)], inputs=inputs)
+    return [(path, kind) for path, kind in ((html, "html"), (md, "md")) if path is not None]
 
 
 def _write_reports(result: Any, targets: list[tuple[Path, str]]) -> None:
