@@ -227,8 +227,11 @@ def register(app: typer.Typer) -> None:
         from silica.report.fleet import write_fleet_report
         from silica.report.page import Meta
 
-        if html is not None:  # before the simulation: never over the fleet file
+        if html is not None:  # before the simulation: never over the fleet file or a file it names
+            from silica.fleet import load_fleet_file
+
             check_output(html, inputs=(fleet_file,), option="--html")
+            check_output(html, inputs=load_fleet_file(fleet_file).input_files(), option="--html")
         power = None
         if site_mw is not None or pue is not None:
             power = _site_check(fleet_file, site_mw, pue)

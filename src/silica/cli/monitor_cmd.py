@@ -36,14 +36,15 @@ def parse_duration(value: str, option: str) -> float:
 def parse_time(value: str, option: str, now: float) -> float:
     """ISO 8601 (`2026-11-30T08:00:00Z`), epoch seconds, `now` or `now-6h`."""
     from silica.errors import InputError
+    from silica.limits import check
 
     text = value.strip()
     if text == "now":
         return now
     if text.startswith("now-"):
-        return now - parse_duration(text[4:], option)
+        return check("timestamp_s", now - parse_duration(text[4:], option), option)
     try:
-        return float(text)
+        return check("timestamp_s", float(text), option)  # inf, -1e308, milliseconds: one line
     except ValueError:
         pass
     try:
@@ -55,7 +56,7 @@ def parse_time(value: str, option: str, now: float) -> float:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)  # telemetry is kept in UTC; say so in the help
-    return parsed.timestamp()
+    return check("timestamp_s", parsed.timestamp(), option)
 
 
 def _plans(values: list[str]) -> list[Any]:
@@ -228,17 +229,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> list[tuple[Path, str]]:
-    from silica._files import check_output
-    from silica.errors import InputError
+    from silica._files import check_outputs
 
-    out = []
-    if html is not None and md is not None and html.resolve() == md.resolve():
-        raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
-    for path, kind in ((html, "html"), (md, "md")):
-        if path is not None:
-            check_output(path, inputs=inputs, option=f"--{kind}")
-            out.append((path, kind))
-    return out
+    # Never over an input, nor one report over the other (`/dev/null` twice is fine: written in place).
+    check_outputs([("--html", html), ("--md", md)], inputs=inputs)
+    return [(path, kind) for path, kind in ((html, "html"), (md, "md")) if path is not None]
 
 
 def _write_reports(result: Any, targets: list[tuple[Path, str]]) -> None:

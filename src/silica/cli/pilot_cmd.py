@@ -52,13 +52,42 @@ def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
 
 
 def _write(path: Path, text: str) -> None:
+    """Through the one writing layer: atomic for a file, in place for `-` or /dev/null, one line on
+    failure (the path was checked against every input before the work started)."""
+    from silica._files import write_text
+
+    write_text(path, text)
+
+
+def _csv_beside(out: Path) -> Path | None:
+    """The CSV written beside a result JSON; none when the result goes to `-` or a device."""
+    from silica._files import file_kind, read_head
     from silica.errors import InputError
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as err:
-        raise InputError(f"Cannot write {path}: {err.strerror}.", "choose a writable path.") from err
+    if str(out) == "-" or file_kind(out) not in ("missing", "regular"):
+        return None
+    beside = out.with_suffix(".csv")
+    if beside == out:
+        raise InputError(
+            f"--out {out} ends in .csv; the CSV beside it would replace it.", "give --out x.json."
+        )
+    # Replace an earlier run's CSV, never a file of the user's.
+    if file_kind(beside) == "regular" and read_head(beside, len(_CSV_HEAD)) != _CSV_HEAD:
+        raise InputError(
+            f"--out {out} writes its CSV to {beside}, which exists and is not a pilot result CSV.",
+            "give --out another name, or move that file.",
+        )
+    return beside
+
+
+_CSV_HEAD = b"concurrency,requests,completed,failed,"  # how `pilot run`'s CSV begins
+
+
+def _kit_files(plan: Path | None) -> tuple[Path, ...]:
+    """The files of a kit folder a command reads (directly or through the plan): never an output."""
+    from silica.pilot.loadplan import PLAN_FILE, PREDICTION_FILE
+
+    return () if plan is None else (plan / PLAN_FILE, plan / PREDICTION_FILE)
 
 
 def _store(kind: str, name: str, payload: dict[str, Any]) -> None:
@@ -176,10 +205,14 @@ def run_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from silica._files import check_outputs
     from silica.pilot.loadplan import default_plan, read_plan
     from silica.pilot.prompts import load_tokenizer
     from silica.pilot.runner import check_endpoint, run_plan, steps_of
 
+    csv_out = _csv_beside(out)
+    # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
+    check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
     load = read_plan(plan) if plan is not None else default_plan()
     steps = _ints(concurrency, "--concurrency")
@@ -234,14 +267,15 @@ def run_cmd(
         )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")
-    _write(out.with_suffix(".csv"), result.to_csv())
+    if csv_out is not None:
+        _write(csv_out, result.to_csv())
     if not no_store:
         _store("pilot", f"run {model}", payload)
     if as_json:
         print_json(payload)
     else:
         typer.echo(result.summary)
-        typer.echo(f"wrote {out} and {out.with_suffix('.csv')}")
+        typer.echo(f"wrote {out}" + (f" and {csv_out}" if csv_out is not None else ""))
     if result.stopped and not result.steps:
         raise typer.Exit(2)
 
@@ -284,8 +318,10 @@ def import_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Read a load-test report into rows of the benchmarks schema, engine, version and hardware filled in."""
+    from silica._files import check_outputs
     from silica.pilot.importers import import_report, rows_to_csv
 
+    check_outputs([("--out", out)], inputs=(file,))  # `import x.json --out x.json` would destroy x.json
     found = import_report(
         file,
         instance=instance,
@@ -328,9 +364,11 @@ def compare_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Measured against predicted per step, with the band, a verdict and what it changes for advise."""
+    from silica._files import check_outputs
     from silica.pilot.compare import compare_pilot
     from silica.pilot.loadplan import PREDICTION_FILE, read_json
 
+    check_outputs([("--html", html)], inputs=(results, *_kit_files(plan)))
     result = read_json(results, "pilot result")
     prediction = read_json(plan / PREDICTION_FILE, "prediction") if plan is not None else None
     cmp = compare_pilot(result, prediction, str(results))

@@ -166,11 +166,11 @@ def write_overlay(entry: OverlayEntry, path: Path | None = None) -> Path:
         e for e in read_overlay(target) if (e["family"], e["engine"]) != (entry["family"], entry["engine"])
     ]
     body = {"schema": OVERLAY_SCHEMA, "entries": [*entries, entry]}
+    from silica._files import write_text
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(body, indent=2) + "\n")
-        tmp.replace(target)
     except OSError as err:
         raise DataFileError(f"Cannot write {target}: {err.strerror}.", "choose a writable --out.") from err
+    write_text(target, json.dumps(body, indent=2) + "\n")  # atomic; in place for a device
     return target

@@ -61,7 +61,9 @@ class Engine:
         self, model: str, *, tp: int, batch: int, max_len: int, dtype: str, port: int
     ) -> list[str]:
         """The server command line for this layout, one flag per choice the engine exposes."""
-        args = self.command.format(model=model).split()
+        # Split the template first, then fill each word: a model name is one argument whatever it holds
+        # (`x; touch PWNED $(id)` must not become four shell words).
+        args = [word.replace("{model}", model) for word in self.command.split()]
         values: dict[str, str] = {
             "tp": str(tp),
             "batch": str(batch),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,12 +281,10 @@ def import_report(
     tp: int | None = None,
 ) -> Imported:
     """Recognise the report's format by its keys and turn each measured point into schema rows."""
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFileError(f"{path} is not JSON: {err}.", "pass the JSON report the tool wrote.") from err
+    from silica._files import parse_json, read_text
+
+    hint = "the JSON report the tool wrote"
+    raw = parse_json(read_text(path, "load-test report", hint), path, hint)
     ctx = _Context(path, instance, chip, engine, engine_version, model, batch, input_len, output_len, tp)
     if not isinstance(raw, dict):
         raise DataFileError(f"{path} is not a JSON object.", "pass the JSON report the tool wrote.")

@@ -134,6 +134,11 @@ def make_kit(
 ) -> Kit:
     """Choose the layout with `estimate`, then write the launch files and the load plan around it."""
     check_dtype(dtype, "dtype")
+    if serve_model is not None and (not serve_model.strip() or not serve_model.isprintable()):
+        raise InputError(
+            f"--hf-model {serve_model[:80]!r} is empty or holds a newline or control character.",
+            "pass the model name the server serves, e.g. --hf-model meta-llama/Llama-3.1-8B.",
+        )
     base = InferenceWorkload(
         input_len=input_len,
         output_len=output_len,
@@ -235,6 +240,13 @@ def _hf_models() -> dict[str, str]:
     return {str(k): str(v) for k, v in (raw.get("models") or {}).items()}
 
 
+def _comment(value: object) -> str:
+    """A value shown in a `#` comment of a generated file: one line whatever it holds (a newline in a
+    model name would otherwise end the comment and inject a command or a YAML key)."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def _server_args(eng: Engine, dep: Deployed, model: str) -> list[str]:
     return eng.launch_args(
         model, tp=dep.tp, batch=dep.max_batch, max_len=dep.max_len, dtype=dep.dtype, port=PORT
@@ -267,11 +279,14 @@ def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
         "run": _docker(eng, dep, model) + "\n",
     }
     head = (
-        f"# SkyPilot task written by `silica pilot plan` for {dep.model} on {dep.instance} ({eng.label}).\n"
+        f"# SkyPilot task written by `silica pilot plan` for {_comment(dep.model)} on {_comment(dep.instance)} "
+        f"({_comment(eng.label)}).\n"
         f"# Launch: sky launch -c silica-pilot sky.yaml --env HF_TOKEN; then\n"
-        f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} --model {model} --plan .\n"
+        f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} "
+        f"--model {_comment(shlex.quote(model))} --plan .\n"
         + (
-            f"# Neuron: SkyPilot picks its Neuron image for {dep.instance}; the server runs in the Neuron DLC.\n"
+            f"# Neuron: SkyPilot picks its Neuron image for {_comment(dep.instance)}; the server runs in the "
+            "Neuron DLC.\n"
             if dep.vendor == "aws"
             else ""
         )
@@ -373,8 +388,9 @@ def _files(
 ) -> dict[str, str]:
     script = (
         "#!/usr/bin/env bash\n"
-        f"# Start {eng.label} for {dep.model} on this {dep.instance}, as `silica pilot plan` laid it out.\n"
-        f"# Flags: {eng.source} (as of {eng.as_of}).\n"
+        f"# Start {_comment(eng.label)} for {_comment(dep.model)} on this {_comment(dep.instance)}, as "
+        "`silica pilot plan` laid it out.\n"
+        f"# Flags: {_comment(eng.source)} (as of {_comment(eng.as_of)}).\n"
         "set -euo pipefail\n" + _docker(eng, dep, model) + "\n"
     )
     return {
@@ -387,12 +403,14 @@ def _files(
 
 
 def write_kit(kit: Kit, directory: Path) -> list[Path]:
+    from silica._files import write_text
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         for name, text in kit.files.items():
             path = directory / name
-            path.write_text(text)
+            write_text(path, text)  # atomic: a kit file is whole or absent
             if name.endswith(".sh"):
                 path.chmod(0o755)
             written.append(path)

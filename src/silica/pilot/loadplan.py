@@ -6,7 +6,6 @@ and `silica pilot compare`; a run without a plan gets `default_plan`, which has 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,20 +140,9 @@ def default_plan(
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
     """A JSON object Silica wrote (pilot result, prediction, monitor report); anything else is one line."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(f"Cannot read {what} {path}: {err.strerror}.", "check the path.") from err
-    except UnicodeDecodeError as err:  # a binary file: not a ValueError the guard knows as bad input
-        raise DataFileError(
-            f"{what.capitalize()} {path} is not JSON: it is not UTF-8 text (byte {err.start}).",
-            "pass the file Silica wrote.",
-        ) from err
-    except json.JSONDecodeError as err:
-        raise DataFileError(
-            f"{what.capitalize()} {path} is not JSON: {err.msg} (line {err.lineno}).",
-            "pass the file Silica wrote.",
-        ) from err
+    from silica._files import parse_json, read_text
+
+    raw = parse_json(read_text(path, what, "the file Silica wrote"), path, "the file Silica wrote")
     if not isinstance(raw, dict):
         raise DataFileError(
             f"{what.capitalize()} {path} is not a JSON object.", "pass the file Silica wrote."

@@ -79,6 +79,18 @@ def search_training(
     pp: int | None = None,
     ep: int | None = None,
 ) -> list[TrainingEstimate]:
+    if wl.virtual_stages > 1 and pp == 1:
+        raise InputError(
+            f"--vp {wl.virtual_stages} interleaves model chunks across pipeline stages, but --pp 1 has "
+            "one stage.",
+            "drop --vp, or pass --pp 2 or more.",
+        )
+    if wl.seq_len > model.max_positions:
+        raise InputError(
+            f"--seq-len {wl.seq_len:,} is beyond {model.id}'s {model.max_positions:,} positions "
+            "(max_position_embeddings): the model cannot be trained at that length.",
+            f"pass --seq-len {model.max_positions} or less, or a model with longer context.",
+        )
     tp_options = tp_choices(model, targets, tp)
     if pp is not None and count is not None:
         check_layout(targets, tp_options, pp, count)

@@ -257,7 +257,9 @@ def monitor_markdown(report: MonitorReport) -> str:
     lines += ["", "## Advice", ""]
     lines += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["Nothing to change."]
     for d in report.deployments:
-        lines += ["", f"## {d.name}", "", f"Plan: {d.plan.source}", ""]
+        from silica.report.markdown import md_name
+
+        lines += ["", f"## {md_name(d.name)}", "", f"Plan: {md_name(d.plan.source)}", ""]
         lines += md_table(
             (
                 "window",
