@@ -44,6 +44,7 @@ def _fuzz(examples: int) -> settings:
         max_examples=examples,
         deadline=None,
         database=None,
+        derandomize=True,  # the same examples on every run: CI cannot pass or fail by luck
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
 
@@ -526,7 +527,7 @@ def test_k_shell_metacharacters_stay_one_argument_or_are_refused(kit_maker: Any,
         kit = kit_maker("llama-3.1-8b", "inf2.xlarge", serve_model=model)
     except SilicaError as err:
         _one_line(err)
-        assert not model.isprintable()  # only control characters are refused
+        assert not model.isprintable() or not model.strip()  # only control characters, or no name at all
         return
     _check_kit(kit.files, model)
 

@@ -202,7 +202,11 @@ def register(app: typer.Typer) -> None:
             server.shutdown()
             server.server_close()
 
-    @monitor_app.command("rules")
+    @monitor_app.command(
+        "rules",
+        epilog="Examples:\n\n  silica monitor rules --plan plan.json --out silica-rules.yml\n\n"
+        "  silica monitor rules --plan plan.json --ttft-slo-ms 800 --tpot-slo-ms 60 | promtool check rules /dev/stdin",
+    )
     @handle_errors
     def rules_cmd(
         plan: list[str] = _PLAN,

@@ -96,8 +96,9 @@ def _path() -> Path:
 
 def read_energy_rows(path: str | Path | None = None) -> tuple[list[EnergyRow], list[str]]:
     """Configurations of the ML.ENERGY file, and one line per configuration that cannot be used."""
-    with open(path or _path(), newline="", encoding="utf-8") as fh:
-        raw = list(csv.DictReader(fh))
+    from silica._files import csv_text
+
+    raw = list(csv.DictReader(csv_text(path or _path(), "energy measurements CSV")))
     groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     for r in raw:
         groups[
