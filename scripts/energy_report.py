@@ -80,7 +80,10 @@ def _rainier() -> list[str]:
         f"third-party estimate of 450-550 W): {p.peak_instance_w / 1e3:,.1f} kW per instance at peak, host included,",
         f"{per_mw:,.0f} chips per MW of facility power, {peak:,.0f} MW for the fleet at peak (band top {high:,.0f} MW)",
         f"at PUE {pue:g}. `silica fleet simulate examples/rainier.yaml --site-mw MW` reports MW by hour per policy",
-        "and refuses a budget below the peak in one line; `fleet plan --site-mw` does the same for the planned mix.",
+        "and refuses a budget below the file's peak in one line. `fleet plan --site-mw MW` chooses within the",
+        "budget: no pool is sized past what the site holds, a mix over it loses saying so, the cheapest mix",
+        "that fits wins, and its MW by hour (serving and training shares) comes with the plan; when nothing",
+        "fits it refuses in one line (the Rainier-like demand needs more than 100 MW on every candidate).",
     ]
 
 
@@ -168,9 +171,9 @@ def render() -> tuple[str, str]:
         "  assumptions; the table prints the same rows.",
         "- `silica compare ... --rank energy | carbon | tokens-per-mw`: ranks serving options by that figure",
         "  (chips without a power figure after the known ones); J/tok, tok/s/MW and kgCO2e/1M columns in",
-        "  every output format.",
-        "- `silica fleet simulate|plan FILE --site-mw MW [--pue P]`: MW drawn by hour, the peak, and a",
-        "  one-line refusal naming what fits when the peak exceeds the budget.",
+        "  every output format; the same columns and a tokens-per-MW chart on the web app's compare page.",
+        "- `silica fleet simulate|plan FILE --site-mw MW [--pue P]`: MW drawn by hour (serving and",
+        "  training shares), the peak; simulate refuses a file over the budget, plan chooses within it.",
         "- `silica claims`: the Trainium3 tokens-per-MW and energy-efficiency claims graded on these",
         "  figures; Inferentia2's performance per watt cannot be checked and gets the chip power at which",
         "  it would hold.",

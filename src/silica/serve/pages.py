@@ -153,6 +153,7 @@ def _ranked(result: dict[str, Any]) -> str:
     )
     rows: list[list[str]] = []
     bars: list[tuple[str, float, float | None, float | None]] = []
+    mw_bars: list[tuple[str, float, float | None, float | None]] = []
     for rank, r in enumerate(result.get("results", []), 1):
         band = "-"
         if r.get(f"{metric}_low") is not None:
@@ -180,8 +181,18 @@ def _ranked(result: dict[str, Any]) -> str:
             [str(rank), esc(r.get("instance")), esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf,
              num(r.get("usd_per_hour")), num(r.get(metric), ",.3f"), band,
              *([num(r.get("instances_for_load"), ",d"), num(r.get("usd_per_month"), ",.0f")] if loaded else []),
-             esc(note)]
+             *_energy_cells(r.get("energy") or {}, training), esc(note)]
         )  # fmt: skip
+        energy = r.get("energy") or {}
+        if r.get("feasible") and energy.get("output_tokens_per_s_per_mw") is not None and len(mw_bars) < 12:
+            mw_bars.append(
+                (
+                    f"{r.get('count')} x {r.get('instance')}",
+                    energy["output_tokens_per_s_per_mw"],
+                    energy.get("output_tokens_per_s_per_mw_low"),
+                    energy.get("output_tokens_per_s_per_mw_high"),
+                )
+            )
         if r.get("feasible") and r.get(metric) is not None and len(bars) < 12:
             bars.append(
                 (
@@ -193,19 +204,57 @@ def _ranked(result: dict[str, Any]) -> str:
             )
     head = ["#", "instance", "n", "chip", "layout"]
     head += ["tok/s/chip", "days"] if training else ["TTFT ms", "TPOT ms", "out tok/s"]
-    head += ["$/h", unit, "p10-p90", *(["instances", "$/month"] if loaded else []), "note"]
+    head += ["$/h", unit, "p10-p90", *(["instances", "$/month"] if loaded else [])]
+    head += ENERGY_HEAD_TRAINING if training else ENERGY_HEAD
+    head += ["note"]
     n_perf = 2 if training else 3
-    numeric = [0, 2, *range(5, 5 + n_perf + 3 + 2 * loaded)]
+    n_energy = len(ENERGY_HEAD_TRAINING if training else ENERGY_HEAD)
+    numeric = [0, 2, *range(5, 5 + n_perf + 3 + 2 * loaded + n_energy)]
     order = "by USD a month for the load" if loaded else "by cost"
     chart = bar_band_chart(
         bars, title=f"First {len(bars)} in rank order ({order}): {unit}, p10-p90 bands", unit=unit
     )
+    mw_chart = bar_band_chart(
+        mw_bars,
+        title=f"Output tok/s per MW of IT power, same order as the table (more is better; "
+        f"{len(mw_bars)} with a published chip power), bands",
+        unit="tok/s/MW",
+    )
     caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by cost"
+    if result.get("rank") not in (None, "cost"):
+        caption = f"{result.get('model')}: {result.get('task')}, ranked by {result.get('rank')}"
+    mw_figure = (
+        f'<figure class="scroll chart-box" role="group" aria-label="Tokens per MW chart" tabindex="0">{mw_chart}</figure>'
+        if mw_chart
+        else ""
+    )
     return (
         f'<section class="ranked" aria-label="Results"><h2>Ranked</h2>'
-        f'<figure class="scroll chart-box" role="group" aria-label="Chart" tabindex="0">{chart}</figure>'
+        f'<figure class="scroll chart-box" role="group" aria-label="Chart" tabindex="0">{chart}</figure>{mw_figure}'
         f"{table(head, rows, numeric=numeric, caption=caption)}</section>"
     )
+
+
+ENERGY_HEAD = ["W/inst.", "J/out tok", "out tok/s/MW", "kgCO2e/1M"]
+ENERGY_HEAD_TRAINING = ["W/inst.", "J/train tok", "MWh/run"]
+
+
+def _energy_cells(energy: dict[str, Any], training: bool) -> list[str]:
+    """Power, energy per token, tokens per MW and carbon of one option (plan.energy's figures); an
+    unpublished chip power shows as dashes, never a number."""
+    watts = num(energy.get("instance_power_w"), ",.0f")
+    if training:
+        return [
+            watts,
+            num(energy.get("j_per_training_token"), ",.3g"),
+            num(energy.get("mwh_per_run"), ",.1f"),
+        ]
+    return [
+        watts,
+        num(energy.get("j_per_output_token"), ",.3g"),
+        num(energy.get("output_tokens_per_s_per_mw"), ",.0f"),
+        num(energy.get("kg_co2e_per_1m_output_tokens"), ",.3g"),
+    ]
 
 
 @router.get("/compare", response_class=HTMLResponse)
