@@ -136,3 +136,20 @@ def test_a_saving_that_rounds_to_nothing_has_no_sign() -> None:
 
     assert money(-0.3) == "$0" and money(0.4) == "$0" and money(-1.6) == "-$2"
     assert percent(-0.001) == "0%" and percent(-0.2) == "-20%"
+
+
+def test_advice_html_shows_each_chosen_options_energy() -> None:
+    """The per-family table carries the chosen estimate's power, J per token and carbon (plan.energy);
+    an option whose chip power is published nowhere shows dashes, never a number."""
+    advice = example()
+    html = advice_html(advice, META)
+    assert "W / instance" in html and "kgCO2e / 1M out" in html
+    shown = 0
+    for a in advice.workloads:
+        for best in a.best.values():
+            o = best.option
+            e = o.estimate.energy if o is not None and o.estimate is not None else None
+            if e is not None and e.known and e.instance_power_w is not None:
+                assert f">{e.instance_power_w:,.0f}<" in html
+                shown += 1
+    assert shown > 0

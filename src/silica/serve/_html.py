@@ -60,9 +60,14 @@ def table(
 
 
 def bar_band_chart(
-    items: Sequence[tuple[str, float, float | None, float | None]], *, title: str, unit: str
+    items: Sequence[tuple[str, float, float | None, float | None]],
+    *,
+    title: str,
+    unit: str,
+    key: str = "chart",
 ) -> str:
-    """Horizontal bars (label, value) with a p10-p90 whisker (low, high) each; lowest first."""
+    """Horizontal bars (label, value) with a p10-p90 whisker (low, high) each, in the order given;
+    `key` keeps the title's id unique when a page has more than one chart."""
     if not items:
         return ""
     label_w, bar_w, row_h, top = 190, 460, 26, 34
@@ -73,8 +78,8 @@ def bar_band_chart(
         return label_w + bar_w * v / high
 
     parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-labelledby="chart-title">'
-        f'<title id="chart-title">{esc(title)}</title>'
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-labelledby="{key}-title">'
+        f'<title id="{key}-title">{esc(title)}</title>'
         f'<text x="0" y="18" class="t">{esc(title)}</text>'
     ]
     for i, (label, value, lo, hi) in enumerate(items):

@@ -216,9 +216,9 @@ def _ranked(result: dict[str, Any]) -> str:
     )
     mw_chart = bar_band_chart(
         mw_bars,
-        title=f"Output tok/s per MW of IT power, same order as the table (more is better; "
-        f"{len(mw_bars)} with a published chip power), bands",
+        title="Output tok/s per MW (IT power), table order, p10-p90 bands",
         unit="tok/s/MW",
+        key="mw-chart",
     )
     caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by cost"
     if result.get("rank") not in (None, "cost"):
