@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from silica import api  # noqa: E402
-from silica.serve.pages import ENERGY_HEAD, _ranked  # noqa: E402
+from silica import api
+from silica.serve.pages import ENERGY_HEAD, _ranked
 
 
 def test_compare_page_has_energy_columns_and_a_tokens_per_mw_chart_in_table_order() -> None:
