@@ -35,6 +35,7 @@ from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
 from silica.plan.training_search import evaluate_training
 from silica.validate.benchmarks import BenchmarkRow
+from silica.validate.energy_rows import ENERGY_METRICS, predict_energy_row
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare", "row_stack", "stack_group"]
@@ -391,16 +392,27 @@ def predict_rows(
 ) -> list[Prediction]:
     catalog = catalog or load_catalog()
     calibration = calibration or load_calibration()
-    prepared = prepare(rows, catalog)
+    perf = [i for i, r in enumerate(rows) if r.metric not in ENERGY_METRICS]
+    prepared = prepare([rows[i] for i in perf], catalog)
     values = prepared.predict(calibration)
+    at = {i: k for k, i in enumerate(perf)}  # row index -> index among the performance rows
     out = []
     for i, row in enumerate(rows):
-        if i in prepared.skipped:
-            out.append(Prediction(row, None, prepared.skipped[i]))
-        elif not np.isfinite(values[i]) or values[i] <= 0:
+        if i not in at:  # an energy row: the power model's, not the performance calibration's
+            found = predict_energy_row(row, catalog)
+            if found[0] is None:
+                out.append(Prediction(row, None, found[1]))
+            else:
+                v, low, high = found
+                out.append(Prediction(row, v, None, low, high))
+            continue
+        k = at[i]
+        if k in prepared.skipped:
+            out.append(Prediction(row, None, prepared.skipped[k]))
+        elif not np.isfinite(values[k]) or values[k] <= 0:
             out.append(Prediction(row, None, "no configuration fits in memory"))
         else:
             low, high = calibration.band(catalog.chips[row.chip].family, row.metric)
-            v = float(values[i])
+            v = float(values[k])
             out.append(Prediction(row, v, None, v * low, v * high))
     return out
