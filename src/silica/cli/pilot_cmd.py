@@ -129,6 +129,11 @@ def run_cmd(
     read_timeout_s: float = typer.Option(
         60.0, "--read-timeout", help="Seconds without a byte before a stream counts as stopped."
     ),
+    dcgm_url: str | None = typer.Option(
+        None,
+        "--dcgm-url",
+        help="DCGM exporter /metrics URL (e.g. http://HOST:9400/metrics): record GPU power and J per token.",
+    ),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -138,9 +143,13 @@ def run_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from silica.pilot.loadplan import default_plan, read_plan
+    from silica.pilot.power import DcgmMeter
     from silica.pilot.runner import check_endpoint, run_plan
 
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
+    dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
+    if dcgm is not None:
+        dcgm.check()
     load = read_plan(plan) if plan is not None else default_plan()
     steps = _ints(concurrency, "--concurrency")
     load = replace(
@@ -164,7 +173,7 @@ def run_cmd(
         def progress(index: int, done: int, total: int) -> None:
             bar.update(tasks[index], completed=done)
 
-        result = run_plan(endpoint, model, load, progress=progress, read_timeout_s=read_timeout_s)
+        result = run_plan(endpoint, model, load, progress=progress, read_timeout_s=read_timeout_s, dcgm=dcgm)
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")
     _write(out.with_suffix(".csv"), result.to_csv())

@@ -13,13 +13,15 @@ import io
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from silica.errors import InputError
 from silica.pilot.client import RequestRecord, StreamClient, payload_for
 from silica.pilot.loadplan import LoadPlan
+from silica.pilot.power import DcgmMeter
 
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "summarise_step"]
 
@@ -81,6 +83,7 @@ class StepResult:
     goodput_requests_per_s: float | None  # requests per second that met every SLO given
     slo_attainment: float | None
     errors: tuple[str, ...] = ()
+    measured_power: dict[str, Any] | None = None  # GPU power from a DCGM exporter (`pilot.power`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,9 +267,13 @@ def run_plan(
     *,
     progress: Progress | None = None,
     read_timeout_s: float = 60.0,
+    dcgm: DcgmMeter | None = None,
 ) -> PilotResult:
-    """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps."""
+    """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps.
+    With `dcgm`, each step also records the GPU power and measured J per output token it drew."""
     check_endpoint(endpoint)
+    if dcgm is not None:
+        dcgm.check()
     url = _url(endpoint, plan.api)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     steps: list[StepResult] = []
@@ -278,11 +285,14 @@ def run_plan(
                 return await _step(client, url, model, plan, c, index, progress)
 
         try:
-            records, duration = asyncio.run(one())
+            with dcgm.step() if dcgm is not None else nullcontext() as reading:
+                records, duration = asyncio.run(one())
         except KeyboardInterrupt:
             stopped = f"interrupted (Ctrl-C) during the step at concurrency {c}"
             break
         result = summarise_step(plan, c, records, duration)
+        if reading is not None:
+            result = replace(result, measured_power=reading.summary(duration, result.output_tokens))
         statuses = sorted({r.status for r in records if r.status is not None and r.status >= 400})
         if statuses or result.completed == 0:
             first = result.errors[0] if result.errors else "no request completed"
