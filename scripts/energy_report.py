@@ -83,7 +83,8 @@ def _rainier() -> list[str]:
         "and refuses a budget below the file's peak in one line. `fleet plan --site-mw MW` chooses within the",
         "budget: no pool is sized past what the site holds, a mix over it loses saying so, the cheapest mix",
         "that fits wins, and its MW by hour (serving and training shares) comes with the plan; when nothing",
-        "fits it refuses in one line (the Rainier-like demand needs more than 100 MW on every candidate).",
+        "fits it refuses in one line naming the closest mix (tests/fleet/test_power.py checks both on",
+        "examples/rainier.yaml: 100 MW holds no mix meeting its demand and deadlines, 400 MW does).",
     ]
 
 
@@ -181,6 +182,8 @@ def render() -> tuple[str, str]:
         "  `avg_gpu_power_w` (summed over the row's chips), in the validation schema or ML.ENERGY's own",
         "  layout, predicted with this model and reported beside the performance metrics (their own",
         "  median; the headline error stays performance-only).",
+        "- `silica pilot run --dcgm-url URL`: each step's GPU board power from a DCGM exporter and its",
+        "  measured J per output token (`measured_power` in the result).",
         "- `silica monitor report`: measured J per output token from DCGM board power beside the plan's",
         "  chip-only figure.",
         "",
