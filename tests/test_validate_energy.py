@@ -67,3 +67,12 @@ def test_the_ml_energy_file_validates_as_the_power_fit_scores_it() -> None:
     assert report.by_metric["avg_gpu_power_w"]["median_ape"] == pytest.approx(power, rel=1e-6)
     assert report.by_metric["energy_per_output_token_j"]["median_ape"] == pytest.approx(jpt, rel=1e-6)
     assert report.energy["median_ape"] is not None and report.energy["median_ape"] < 0.3
+
+
+def test_a_broken_ml_energy_layout_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("id,scenario,batch_or_concurrency,metric,value\nx,s,max_num_seqs=8,avg_gpu_power_w,1\n")
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    out = result.output.strip()
+    assert result.exit_code == 2 and out.startswith("error:") and len(out.splitlines()) == 1
+    assert "ML.ENERGY's layout" in out

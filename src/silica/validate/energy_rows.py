@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 
 from silica.catalog.schema import Catalog
+from silica.errors import DataFileError, SilicaError
 from silica.perf.power import load_power
 from silica.validate.benchmarks import BenchmarkRow
 from silica.validate.energy import (
@@ -82,8 +83,12 @@ def predict_energy_row(row: BenchmarkRow, catalog: Catalog) -> EnergyPrediction:
 def is_mlenergy(path: str | Path) -> bool:
     """Whether a CSV is in the ML.ENERGY layout (`batch_or_concurrency`, hub model names) rather
     than the validation schema."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        header = next(csv.reader(fh), [])
+    from silica._files import csv_text
+
+    try:
+        header = next(csv.reader(csv_text(path, "measurements CSV")), [])
+    except (SilicaError, csv.Error):
+        return False  # not readable as a CSV: `read_benchmarks` says why in one line
     return "batch_or_concurrency" in header and "scenario" in header
 
 
@@ -91,7 +96,13 @@ def mlenergy_rows(path: str | Path) -> tuple[list[BenchmarkRow], list[str]]:
     """The ML.ENERGY file's configurations as validation rows (J per output token, summed GPU power,
     output tokens per second each), read as the power fit reads them (`validate.energy`), and one
     line per configuration the catalog cannot place."""
-    found, skipped = read_energy_rows(path)
+    try:
+        found, skipped = read_energy_rows(path)
+    except (KeyError, ValueError, IndexError) as err:
+        raise DataFileError(
+            f"{path} looks like ML.ENERGY's layout but cannot be read as it: {type(err).__name__} {err}.",
+            "pass the ML.ENERGY CSV as published, or rows in the validation schema (shared/benchmarks/README.md).",
+        ) from None
     rows = []
     for r in found:
         for metric, value in (
