@@ -109,8 +109,10 @@ def test_compare_form_table_and_chart(browser: Any, site: str, shots: Path) -> N
     assert shown == [r["instance"] for r in ranked], "the table keeps the library's ranking"
     head = page.locator("table thead").inner_text()
     assert "instances" in head and "$/month" in head  # a load was given
-    bars = page.locator("svg.chart rect.bar")
+    bars = page.locator("svg.chart").nth(0).locator("rect.bar")
     assert 1 <= bars.count() <= 12
+    mw_bars = page.locator('svg.chart[aria-labelledby="mw-chart-title"] rect.bar')  # tokens per MW
+    assert 1 <= mw_bars.count() <= 12 and "J/out tok" in head and "out tok/s/MW" in head
     assert page.locator("svg.chart path.band").count() >= 1
     assert "trn2.48xlarge" in page.content()
     assert not errors, errors
