@@ -773,3 +773,15 @@ def test_v_a_duplicate_csv_column_is_refused(sandbox: Sandbox, args: list[str], 
     before = sandbox.snapshot()
     line = assert_one_line_error(sandbox, sandbox.run([a.replace("IN", "dup.csv") for a in args]), before)
     assert "appears twice" in line
+
+
+def test_s_own_pages_post_with_a_null_origin_only_from_the_same_origin(web: Any) -> None:
+    """The pages are sent with no-referrer, so the browser posts their forms with `Origin: null`; only
+    its own `Sec-Fetch-Site: same-origin` lets such a post through (a sandboxed frame elsewhere says
+    cross-site)."""
+    body = {"model": "llama-3.1-8b", "on": "g6e.xlarge"}
+    own = web.post("/api/v1/estimate", json=body, headers={"origin": "null", "sec-fetch-site": "same-origin"})
+    assert own.status_code == 200, own.text
+    for site in ("cross-site", "same-site", "none"):
+        got = web.post("/api/v1/estimate", json=body, headers={"origin": "null", "sec-fetch-site": site})
+        assert got.status_code == 403, site

@@ -197,6 +197,11 @@ def run_cmd(
         None, "--metrics-url", help="The engine's Prometheus metrics (default: ENDPOINT/metrics)."
     ),
     no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the engine's metrics."),
+    dcgm_url: str | None = typer.Option(
+        None,
+        "--dcgm-url",
+        help="DCGM exporter /metrics URL (e.g. http://HOST:9400/metrics): record GPU power and J per token.",
+    ),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -207,6 +212,7 @@ def run_cmd(
 
     from silica._files import check_outputs
     from silica.pilot.loadplan import default_plan, read_plan
+    from silica.pilot.power import DcgmMeter
     from silica.pilot.prompts import load_tokenizer
     from silica.pilot.runner import check_endpoint, run_plan, steps_of
 
@@ -214,6 +220,9 @@ def run_cmd(
     # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
     check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
+    dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
+    if dcgm is not None:
+        dcgm.check()
     load = read_plan(plan) if plan is not None else default_plan()
     steps = _ints(concurrency, "--concurrency")
     rates = _floats(rate, "--rate")
@@ -264,6 +273,7 @@ def run_cmd(
             metrics_url=None
             if no_metrics
             else (metrics_url or endpoint.rstrip("/").removesuffix("/v1") + "/metrics"),
+            dcgm=dcgm,
         )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")

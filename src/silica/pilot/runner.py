@@ -24,6 +24,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +33,7 @@ from silica.errors import InputError
 from silica.pilot.client import RequestRecord, StreamClient, payload_for
 from silica.pilot.engine_metrics import Scraper, summarise
 from silica.pilot.loadplan import LoadPlan
+from silica.pilot.power import DcgmMeter
 from silica.pilot.prompts import PromptMaker, Tokenizer
 
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "steps_of", "summarise_step"]
@@ -85,6 +87,7 @@ class StepResult:
     short_answers: int = 0  # completed with fewer output tokens than asked: not in TPOT/ITL
     excluded: int = 0  # warm-up and cool-down requests, not counted
     engine: dict[str, Any] | None = None  # the engine's /metrics over the step (engine_metrics.summarise)
+    measured_power: dict[str, Any] | None = None  # GPU power from a DCGM exporter (`pilot.power`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,12 +439,16 @@ def run_plan(
     tokenizer: Tokenizer | None = None,
     metrics_url: str | None = None,
     scrape_interval_s: float = 1.0,
+    dcgm: DcgmMeter | None = None,
 ) -> PilotResult:
     """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps.
 
     `metrics_url`: the engine's Prometheus endpoint, scraped every `scrape_interval_s` during each step
-    (running, waiting, KV-cache use, preemptions, prefix-cache hits) and kept with the step."""
+    (running, waiting, KV-cache use, preemptions, prefix-cache hits) and kept with the step. With
+    `dcgm`, each step also records the GPU power and measured J per output token it drew."""
     check_endpoint(endpoint)
+    if dcgm is not None:
+        dcgm.check()
     metrics = (metrics_url, scrape_interval_s) if metrics_url else None
     if metrics:
         import httpx  # noqa: F401 - imported now: an import inside a step would stall its event loop
@@ -460,10 +467,21 @@ def run_plan(
                 return await _run_step(client, url, model, plan, prompts, index, load, progress, metrics)
 
         try:
-            result, refused, unread = asyncio.run(one())
+            with dcgm.step() if dcgm is not None else nullcontext() as reading:
+                result, refused, unread = asyncio.run(one())
         except KeyboardInterrupt:
             stopped = f"interrupted (Ctrl-C) during the step at {_label(*load)}"
             break
+        if reading is not None:
+            # A timed step's power covers its warm-up and cool-down too: J per token is then the mean
+            # power over the steady window's token rate, never the whole step's energy over its tokens.
+            timed = plan.duration_s is not None
+            result = replace(
+                result,
+                measured_power=reading.summary(
+                    result.duration_s, result.output_tokens, use_counter=not timed
+                ),
+            )
         if unread and not notes:
             notes.append(f"engine metrics not read: {unread}")
         if refused or result.completed == 0:

@@ -200,9 +200,15 @@ def _cross_site(headers: dict[bytes, bytes], tokens: tuple[str, ...], method: st
             f"Host {host[:80]!r} is not a loopback name, and this server runs without a token. To fix: "
             "open it as http://127.0.0.1:PORT or http://localhost:PORT, or start it with an API token."
         )
+    # The server's own pages are sent with `Referrer-Policy: no-referrer`, under which a browser posts
+    # their forms with `Origin: null`; the browser's own `Sec-Fetch-Site: same-origin` (which no page
+    # can set) tells such a post from a sandboxed frame on another site.
+    fetch_site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
     if origin and method.upper() not in _SAFE_METHODS:
         parts = urlsplit(origin) if origin != "null" else None
-        same = parts is not None and parts.netloc.lower() == host.strip().lower()
+        same = (parts is not None and parts.netloc.lower() == host.strip().lower()) or (
+            origin == "null" and fetch_site == "same-origin"
+        )
         if not same and (tokens or parts is None or not _loopback_name(_host_name(parts.netloc))):
             return (
                 f"A request from another site ({origin[:80]}) may not change this server. To fix: use "

@@ -84,6 +84,7 @@ class EnergyRow:
     j_per_token: float
     output_tok_s: float  # of the configuration (all its GPUs)
     gpu_power_w: float  # summed over the configuration's GPUs
+    input_len: int = ASSUMED_INPUT_LEN  # ML.ENERGY publishes none; a `silica validate` row may state it
 
     @property
     def power_per_gpu_w(self) -> float:
@@ -195,7 +196,7 @@ def prepare_cases(rows: Sequence[EnergyRow]) -> tuple[list[EnergyCase], list[str
         try:
             cat, instance, count = _single(catalog, row.chip, row.gpus)
             wl = InferenceWorkload(
-                input_len=ASSUMED_INPUT_LEN,
+                input_len=row.input_len,
                 output_len=max(round(row.output_len), 1),
                 batch=row.batch,
                 weight_dtype=row.dtype,  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
 from silica.plan.training_search import evaluate_training
 from silica.validate.benchmarks import BenchmarkRow
+from silica.validate.energy_rows import ENERGY_METRICS, predict_energy_row
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare", "row_stack", "stack_group"]
@@ -399,18 +400,29 @@ def predict_rows(
 ) -> list[Prediction]:
     catalog = catalog or load_catalog()
     calibration = calibration or load_calibration()
-    prepared = prepare(rows, catalog)
+    perf = [i for i, r in enumerate(rows) if r.metric not in ENERGY_METRICS]
+    prepared = prepare([rows[i] for i in perf], catalog)
     values = prepared.predict(calibration)
     limits = prepared.predict(calibration, bound=True)
+    at = {i: k for k, i in enumerate(perf)}  # row index -> index among the performance rows
     out = []
     for i, row in enumerate(rows):
-        if i in prepared.skipped:
-            out.append(Prediction(row, None, prepared.skipped[i]))
-        elif not np.isfinite(values[i]) or values[i] <= 0:
+        if i not in at:  # an energy row: the power model's, not the performance calibration's
+            found = predict_energy_row(row, catalog)
+            if found[0] is None:
+                out.append(Prediction(row, None, found[1]))
+            else:
+                v, low, high = found
+                out.append(Prediction(row, v, None, low, high))
+            continue
+        k = at[i]
+        if k in prepared.skipped:
+            out.append(Prediction(row, None, prepared.skipped[k]))
+        elif not np.isfinite(values[k]) or values[k] <= 0:
             out.append(Prediction(row, None, "no configuration fits in memory"))
         else:
             low, high = calibration.band(catalog.chips[row.chip].family, row.metric)
-            v, limit = float(values[i]), float(limits[i])
+            v, limit = float(values[k]), float(limits[k])
             # A time metric's band stops at its floor, a speed metric's at its ceiling.
             timed = row.metric in TIME_METRICS
             lo, hi = clip_band(v, low, high, floor=limit if timed else None, ceiling=None if timed else limit)
