@@ -72,15 +72,15 @@ def _csv_beside(out: Path) -> Path | None:
             f"--out {out} ends in .csv; the CSV beside it would replace it.", "give --out x.json."
         )
     # Replace an earlier run's CSV, never a file of the user's.
-    if file_kind(beside) == "regular" and read_head(beside, len(_CSV_HEAD)) != _CSV_HEAD:
+    from silica.pilot.runner import CSV_COLUMNS
+
+    head = ",".join(CSV_COLUMNS[:4]).encode()  # how `pilot run`'s CSV begins
+    if file_kind(beside) == "regular" and read_head(beside, len(head)) != head:
         raise InputError(
             f"--out {out} writes its CSV to {beside}, which exists and is not a pilot result CSV.",
             "give --out another name, or move that file.",
         )
     return beside
-
-
-_CSV_HEAD = b"concurrency,requests,completed,failed,"  # how `pilot run`'s CSV begins
 
 
 def _kit_files(plan: Path | None) -> tuple[Path, ...]:
@@ -126,11 +126,13 @@ def plan_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Write a SkyPilot task, a shell script, a Kubernetes manifest, the load plan and the prediction."""
+    from silica.context import plan_context
     from silica.pilot.kit import make_kit, write_kit
 
     kit = make_kit(
         model,
         on,
+        calibration=plan_context().calibration,
         engine=engine,
         input_len=input_len,
         output_len=output_len,
@@ -381,7 +383,10 @@ def compare_cmd(
     check_outputs([("--html", html)], inputs=(results, *_kit_files(plan)))
     result = read_json(results, "pilot result")
     prediction = read_json(plan / PREDICTION_FILE, "prediction") if plan is not None else None
-    cmp = compare_pilot(result, prediction, str(results))
+    from silica.context import plan_context
+
+    calibration = plan_context().calibration if prediction is None else None  # the overlay, by name
+    cmp = compare_pilot(result, prediction, str(results), calibration)
     if html is not None:
         from silica.cli._common import command_line
         from silica.report.page import Meta

@@ -115,9 +115,15 @@ def explain_miss(engine: Any, concurrency: int) -> str:
 
 
 def compare_pilot(
-    result: dict[str, Any], prediction: dict[str, Any] | None = None, where: str = "result"
+    result: dict[str, Any],
+    prediction: dict[str, Any] | None = None,
+    where: str = "result",
+    calibration: Any = None,
 ) -> PilotComparison:
-    """Measured (p50 latencies, throughput) against predicted, step by step, with the overall verdict."""
+    """Measured (p50 latencies, throughput) against predicted, step by step, with the overall verdict.
+
+    Without a kit's `prediction`, the steps are predicted now with `calibration` (the plan context's,
+    with the user's overlay; None: the bundled one)."""
     try:
         plan = LoadPlan.from_dict(result["plan"], where)
         steps = list(result["steps"])
@@ -133,7 +139,7 @@ def compare_pilot(
                 f"{where} was run without a kit: there is no prediction to compare with.",
                 "pass --plan KIT_DIR, or run with `silica pilot run --plan KIT_DIR`.",
             )
-        prediction = predict_steps(dep.model, plan)
+        prediction = predict_steps(dep.model, plan, calibration)
         source = "estimate now (current calibration)"
     predicted = {int(p["concurrency"]): p for p in prediction.get("steps", [])}
     checks: list[StepCheck] = []

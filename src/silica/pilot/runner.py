@@ -39,6 +39,23 @@ from silica.pilot.prompts import PromptMaker, Tokenizer
 __all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "steps_of", "summarise_step"]
 
 SCHEMA = "silica.pilot.result/1"
+# The per-step columns of `PilotResult.to_csv`, in order (the latency percentiles follow them).
+CSV_COLUMNS: tuple[str, ...] = (
+    "mode",
+    "concurrency",
+    "rate",
+    "achieved_rate",
+    "mean_in_flight",
+    "requests",
+    "completed",
+    "failed",
+    "short_answers",
+    "duration_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "goodput_requests_per_s",
+    "slo_attainment",
+)
 Progress = Callable[[int, int, int], None]  # (step index, done, total): requests, or seconds if timed
 
 
@@ -127,21 +144,7 @@ class PilotResult:
 
     def to_csv(self) -> str:
         out = io.StringIO()
-        cols = [
-            "mode",
-            "concurrency",
-            "rate",
-            "achieved_rate",
-            "mean_in_flight",
-            "requests",
-            "completed",
-            "failed",
-            "short_answers",
-            "duration_s",
-            "output_tokens_per_s",
-            "requests_per_s",
-        ]
-        cols += ["goodput_requests_per_s", "slo_attainment"]
+        cols = list(CSV_COLUMNS)
         dists = ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
         head = cols + [f"{d}_{q}" for d in dists for q in ("p50", "p90", "p99")]
         w = csv.writer(out)
