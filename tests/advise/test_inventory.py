@@ -83,6 +83,16 @@ def test_the_issue_example_loads(write_inventory: Callable[[str], Path]) -> None
         ("seq_len: 8192, ", "", r"line 12, field workloads\.1\.load\.seq_len: missing"),
         ("{tokens_per_month: 5.0e10, ", "{", r"line 6, field workloads\.0\.load: an inference load needs"),
         ("load: {tokens: 2.0e12", "load: {tokens: -2.0e12", r"line 12, field workloads\.1\.load\.tokens"),
+        (
+            "    task: inference\n",
+            "    task: inference\n    engine: vlm\n",
+            r"workloads\.0\.engine: unknown engine",
+        ),
+        (
+            "    task: training\n",
+            "    task: training\n    engine: vllm\n",
+            r"workloads\.1\.engine: vllm does not",
+        ),
     ],
 )
 def test_errors_name_file_line_and_field(
@@ -218,3 +228,10 @@ def test_binary_prices_file_is_a_data_file_error(
         DataFileError, match=r"line 1, field pricing\.prices: .*prices\.csv is not UTF-8 text"
     ):
         load_inventory(path)
+
+
+def test_a_workload_names_its_engine(write_inventory: Callable[[str], Path]) -> None:
+    inv = load_inventory(
+        write_inventory(GOOD.replace("    task: inference\n", "    task: inference\n    engine: VLLM\n"))
+    )
+    assert [w.engine for w in inv.workloads] == ["vllm", None]

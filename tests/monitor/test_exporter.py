@@ -6,6 +6,7 @@ import json
 import re
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jsonschema
@@ -66,9 +67,27 @@ def test_exporter_once_prints_the_same_text(replay: Replay) -> None:
     assert _samples(out)[("silica_plan_instances", (("deployment", "chat-gpu"),))] == 1.0
 
 
-def test_dashboard_validates_against_grafanas_schema() -> None:
+def _generated(tmp: Path) -> dict[str, Any]:
+    """`silica monitor dashboard --out`: the bundled plan dashboard with vLLM's and DCGM's signals."""
+    out = tmp / "dashboard.json"
+    code, _, err = run("monitor", "dashboard", "--out", str(out))
+    assert code == 0, err
+    loaded: dict[str, Any] = json.loads(out.read_text())
+    return loaded
+
+
+def _dashboard(which: str, tmp: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text()) if which == "bundled" else _generated(tmp)
+    return loaded
+
+
+BOTH = pytest.mark.parametrize("which", ["bundled", "generated"])
+
+
+@BOTH
+def test_dashboard_validates_against_grafanas_schema(which: str, tmp_path: Path) -> None:
     schema = json.loads((DATA / "grafana-dashboard.jsonschema.json").read_text())
-    dashboard = json.loads(DASHBOARD.read_text())
+    dashboard = _dashboard(which, tmp_path)
     jsonschema.Draft7Validator.check_schema(schema)
     jsonschema.validate(dashboard, schema)
     broken = {k: v for k, v in dashboard.items() if k != "schemaVersion"}
@@ -94,9 +113,10 @@ PROMQL_WORDS = {
 }
 
 
-def test_dashboard_names_only_metrics_that_exist() -> None:
-    dashboard = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+@BOTH
+def test_dashboard_names_only_metrics_that_exist(which: str, tmp_path: Path) -> None:
+    dashboard = _dashboard(which, tmp_path)
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     exprs.append(dashboard["templating"]["list"][1]["query"])
     allowed = set(EXPORTED) | known_names()
     named = set()
@@ -110,3 +130,37 @@ def test_dashboard_names_only_metrics_that_exist() -> None:
         assert words <= PROMQL_WORDS, (expr, words - PROMQL_WORDS)
     assert named <= allowed, named - allowed
     assert {"silica_plan_tpot_seconds", "DCGM_FI_DEV_GPU_UTIL", "neuroncore_utilization_ratio"} <= named
+
+
+def test_generated_dashboard_covers_vllms_and_dcgms_signals(tmp_path: Path) -> None:
+    dashboard = _generated(tmp_path)
+    bundled = json.loads(DASHBOARD.read_text())
+    assert dashboard["panels"][: len(bundled["panels"])] == bundled["panels"]  # the plan overlays, unchanged
+    exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
+    for q in ("0.5", "0.9", "0.99"):  # percentiles of TTFT, TPOT, e2e and queue time, as vLLM's dashboard
+        for hist in (
+            "time_to_first_token",
+            "inter_token_latency",
+            "e2e_request_latency",
+            "request_queue_time",
+        ):
+            assert (
+                f"histogram_quantile({q}, sum by (le, deployment) (rate(vllm:{hist}_seconds_bucket{{" in exprs
+            )
+    for name in (
+        "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "rate(vllm:num_preemptions_total", "rate(vllm:generation_tokens_total", "rate(vllm:prompt_tokens_total",
+        "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED",
+    ):  # fmt: skip
+        assert name in exprs, name
+    assert 'DCGM_FI_DEV_FB_USED{deployment=~"$deployment"}) * 1048576' in exprs  # MiB to bytes
+    assert 'DCGM_FI_DEV_GPU_UTIL{deployment=~"$deployment"}) * 0.01' in exprs  # percent to a fraction
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    cells = [
+        (p["gridPos"]["y"] + dy, p["gridPos"]["x"] + dx)
+        for p in dashboard["panels"]
+        for dy in range(p["gridPos"]["h"])
+        for dx in range(p["gridPos"]["w"])
+    ]
+    assert len(cells) == len(set(cells))  # no two panels overlap

@@ -69,3 +69,47 @@ def test_a_vllm_pilot_overlay_reaches_estimate_with_engine_vllm(
     assert code == 0, err
     assert "user calibration overlay (vllm" in json.loads(vllm)["calibration"]
     assert "overlay" not in json.loads(default)["calibration"]  # the NVIDIA default engine is not vLLM
+
+
+def _advise(inventory: Path, *extra: str) -> dict[str, Any]:
+    code, out, err = run("advise", str(inventory), "--json", "--no-store", *extra)
+    assert code == 0, err
+    advice: dict[str, Any] = json.loads(out)["workloads"][0]
+    return advice
+
+
+def _figures(advice: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Each option's cost figures by instance, and today's TPOT with the calibration it was made with."""
+    keys = ("instances", "monthly_usd", "unit_cost", "breakeven_usd_per_hour")
+    found: dict[str, tuple[Any, ...]] = {o["instance"]: tuple(o[k] for k in keys) for o in advice["options"]}
+    today = advice["current"]["estimate"]
+    found["today"] = (round(today["tpot_ms"], 6), today["calibration"])
+    return found
+
+
+def test_a_vllm_pilot_overlay_changes_advise_only_with_engine_vllm_on_nvidia(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        "pricing: {option: on_demand}\n"
+        "workloads:\n"
+        "  - {name: bot, model: llama-3.1-8b, task: inference, current: {instance: g6e.xlarge, count: 2},\n"
+        "     load: {tokens_per_month: 2.0e9, input_len: 512, output_len: 64}}\n"
+    )
+    before, before_vllm = _figures(_advise(inventory)), _figures(_advise(inventory, "--engine", "vllm"))
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(_result(512, ttft_x=1.0, tpot_x=1.6)))
+    overlay = tmp_path / "overlay.json"
+    code, _, err = run("calibrate", "--from-pilot", str(res), "--out", str(overlay))
+    assert code == 0, err
+    monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
+    after, after_vllm = _figures(_advise(inventory)), _figures(_advise(inventory, "--engine", "vllm"))
+    assert after == before  # the NVIDIA default (TensorRT-LLM) was not measured: nothing moves
+    assert after_vllm["today"][0] > before_vllm["today"][0]  # a slower measured decode reaches today's g6e
+    assert "overlay (vllm" in after_vllm["today"][1]
+    neuron = [k for k in after_vllm if k.startswith(("inf", "trn"))]
+    assert neuron  # naming today's engine keeps the other vendor's options, on their own stack
+    assert all(after_vllm[k] == before_vllm[k] == before[k] for k in neuron)
+    nvidia = [k for k in after_vllm if k.startswith("g")]
+    assert any(after_vllm[k] != before_vllm[k] for k in nvidia)  # the NVIDIA options are re-costed

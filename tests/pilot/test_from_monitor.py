@@ -52,10 +52,13 @@ def test_steady_production_windows_move_the_overlay(tmp_path: Path) -> None:
         for w in neuron_dep["windows"]
     ]
     assert len(points) == 2 and points[1][1] > 1.2 * points[0][1]  # hour 2 runs 30% slower
+    # the monitor flags hour 2 as drift (out of the plan's band): it is not a measurement to fit
+    flagged = {d["start"] for d in neuron_dep["drift"]}
+    assert [w["start"] in flagged for w in neuron_dep["windows"]] == [False, True]
 
     def loss() -> tuple[float, str]:
         total, note = 0.0, ""
-        for batch, observed in points:
+        for batch, observed in points[:1]:  # the window it fits
             wl = InferenceWorkload(input_len=1024, output_len=256, batch=batch)
             ctx = plan_context()  # the user's overlay, if any, comes in through the context
             e = estimate("llama-3.1-8b", wl, Deployment(instance="inf2.xlarge"), context=ctx)
@@ -68,12 +71,15 @@ def test_steady_production_windows_move_the_overlay(tmp_path: Path) -> None:
 
     code, out, err = run("calibrate", "--from-monitor", str(report), "--lengths", "1024:256")
     assert code == 0, err
-    assert "neuron-v2 / vllm-neuron (2 steady windows)" in out, out  # both hours
+    assert "neuron-v2 / vllm-neuron (1 steady windows)" in out, out  # hour 1; hour 2 drifted
+    assert "windows left out: 1 flagged as drift by the monitor" in out, out
     # chat-gpu's DCGM gap (10 min in hour one) leaves that window out, not the deployment
     assert "ada / vllm (1 steady windows)" in out, out
     overlay = json.loads((tmp_path / "xdg-data" / "silica" / "calibration-overlay.json").read_text())
     neuron_entry = next(e for e in overlay["entries"] if e["family"] == "neuron-v2")
     assert "production windows of chat-neuron" in neuron_entry["label"]
+    assert neuron_entry["fitted_on"]["windows"] == 1
+    assert any("flagged as drift" in why for why in neuron_entry["fitted_on"]["left_out"])
     after, note = loss()
     assert "production windows of chat-neuron" in note
     assert after < before  # the overlay's estimates sit closer to what production measured
@@ -84,3 +90,19 @@ def test_no_steady_window_is_one_line(tmp_path: Path) -> None:
     report.write_text(json.dumps({"deployments": [{"name": "x", "plan": {}, "windows": [], "gaps": []}]}))
     code, _, err = run("calibrate", "--from-monitor", str(report))
     assert code == 2 and "no steady window" in err and err.count("\n") == 1
+
+
+def test_a_report_whose_every_window_drifted_says_so(tmp_path: Path) -> None:
+    window = {"start": 0.0, "end": 3600.0, "tpot": {"p50_ms": 40.0}, "requests_running": 8}
+    dep = {
+        "name": "chat",
+        "plan": {"model": "llama-3.1-8b", "instance": "g6e.xlarge", "family": "ada", "count": 1},
+        "windows": [window, {**window, "start": 3600.0, "end": 7200.0}],
+        "drift": [{"start": 0.0, "end": 3600.0}, {"start": 3600.0, "end": 7200.0}],
+        "gaps": [],
+    }
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"deployments": [dep]}))
+    code, _, err = run("calibrate", "--from-monitor", str(report))
+    assert code == 2 and err.count("\n") == 1
+    assert "chat: 2 flagged as drift" in err and "silica pilot run" in err

@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
-from tests.pilot.conftest import run
+from tests.pilot.conftest import DATA, run
 
 from silica.catalog import get_instance, load_catalog
 from silica.pilot.engines import load_engines
@@ -49,12 +50,14 @@ def test_kit_carries_the_estimated_layout(
     ]
     code, _stdout, stderr = run(*args, *(["--engine", engine] if engine else []))
     assert code == 0, stderr
+    vllm_cuda = instance.startswith("g") and engine in (None, "vllm")  # the chart runs vLLM's CUDA build
     assert {p.name for p in out.iterdir()} == {
         "sky.yaml",
         "launch.sh",
         "k8s.yaml",
         "load_plan.json",
         "prediction.json",
+        *(["helm-values.yaml"] if vllm_cuda else []),
     }
     plan = json.loads((out / "load_plan.json").read_text())
     dep = plan["deployed"]
@@ -213,3 +216,45 @@ def test_the_engine_always_gets_a_hugging_face_id(tmp_path: Path) -> None:
         "--hf-model", "nvidia/Nemotron-4-15B",
     )  # fmt: skip
     assert code == 0, err
+
+
+def test_helm_values_for_the_vllm_production_stack(tmp_path: Path) -> None:
+    out = tmp_path / "kit"
+    code, _, err = run(
+        "pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", str(out),
+        "--hf-model", "meta-llama/Llama-3.1-8B-Instruct",
+    )  # fmt: skip
+    assert code == 0, err
+    values = yaml.safe_load((out / "helm-values.yaml").read_text())
+    schema = json.loads((DATA / "production-stack-values.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(values)  # the chart's own schema
+    dep = json.loads((out / "load_plan.json").read_text())["deployed"]
+    container = next(yaml.safe_load_all((out / "k8s.yaml").read_text()))["spec"]["template"]["spec"]
+    container = container["containers"][0]
+    engine = values["servingEngineSpec"]
+    (spec,) = engine["modelSpec"]
+    assert f"{spec['repository']}:{spec['tag']}" == container["image"]
+    assert spec["modelURL"] == "meta-llama/Llama-3.1-8B-Instruct"
+    config = spec["vllmConfig"]
+    assert config["maxModelLen"] == dep["max_len"] == 672  # 640 asked, with the margin
+    assert config["maxNumSeqs"] == dep["max_batch"]  # the largest batch the prediction fits
+    assert config["tensorParallelSize"] == dep["tp"] and config["dtype"] == "bfloat16"
+    requests = container["resources"]["requests"]
+    assert (
+        spec["requestGPU"] == requests["nvidia.com/gpu"] == get_instance(load_catalog(), "g6e.xlarge").chips
+    )
+    assert str(spec["requestCPU"]) == requests["cpu"] and spec["requestMemory"] == requests["memory"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert engine[probe] == container[probe]
+    assert engine["containerPort"] == engine["startupProbe"]["httpGet"]["port"]
+    assert spec["shmSize"].endswith("Gi")
+
+
+def test_no_helm_values_where_the_chart_cannot_run_the_engine(tmp_path: Path) -> None:
+    out = tmp_path / "kit"
+    code, _, err = run(
+        "pilot", "plan", "llama-3.1-8b", "--on", "inf2.xlarge", "--out", str(out),
+        "--hf-model", "meta-llama/Llama-3.1-8B-Instruct",
+    )  # fmt: skip
+    assert code == 0, err
+    assert not (out / "helm-values.yaml").exists()  # the chart launches vLLM's CUDA image only

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.pilot.conftest import DATA
 from tests.pilot.sse_server import serving
 
 from silica.errors import InputError
@@ -175,6 +176,16 @@ vllm:generation_tokens_total{engine="0",model_name="m"} 99.0
     s = summarise([(0.0, a), (1.0, b)])
     assert s is not None and s["preemptions"] == 2.0 and s["prefix_cache_hit_rate"] == 0.01
     assert s["running_mean"] == 5.0 and s["kv_cache_usage_max"] == 0.5
+
+
+def test_engine_metrics_are_read_from_triton_tensorrt_llm_exposition() -> None:
+    from silica.pilot.engine_metrics import parse_exposition
+
+    text = (DATA / "triton-trtllm-metrics.prom").read_text()  # NVIDIA's documented example output
+    # active, waiting and the KV fraction are told apart by a label, not by the family's name
+    assert parse_exposition(text) == {"running": 0.0, "waiting": 1.0, "kv_cache_usage": 0.4875}
+    busier = text.replace('request_type="active",version="1"} 0', 'request_type="active",version="1"} 7')
+    assert parse_exposition(busier)["running"] == 7.0  # not the sum over request types (515)
 
 
 def test_compare_explains_a_slow_step_from_the_engine_metrics() -> None:

@@ -18,12 +18,13 @@ from silica.advise.inventory import Inventory, WorkloadSpec, in_yaml_terms, load
 from silica.advise.results import Advice, Sensitivity, Verdict, WorkloadAdvice
 from silica.advise.rules import Rules, load_rules
 from silica.cost import HOURS_PER_MONTH
-from silica.errors import InputError, SilicaError
+from silica.errors import InputError, SilicaError, UnknownNameError
+from silica.perf.stacks import load_stacks
 from silica.plan import compare, estimate
 from silica.results import Estimate
 from silica.workload import Deployment
 
-__all__ = ["PRICE_FACTORS", "UTILISATIONS", "advise", "advise_workload", "effective_rules"]
+__all__ = ["PRICE_FACTORS", "UTILISATIONS", "advise", "advise_workload", "effective_rules", "engines_for"]
 
 PRICE_FACTORS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25, 1.5)
 UTILISATIONS: tuple[float, ...] = (0.4, 0.55, 0.7, 0.85, 1.0)
@@ -70,7 +71,30 @@ def advise(
     )
 
 
+def engines_for(spec: WorkloadSpec, inv: Inventory) -> dict[str, str] | None:
+    """The stack named for this workload, as {chip vendor: stack}, or None for every vendor's default.
+
+    The workload's own `engine:` wins over the context's (`--engine`). A named stack runs on one vendor's
+    chips only (vLLM's CUDA build is not vLLM on Neuron), so it applies to that vendor's options and to
+    today's deployment when it is on them; the other vendor's options keep its recommended stack, so
+    naming the engine a team runs today never hides the migration options. A context engine that does
+    not do the workload's task (a serving stack, for a training workload) is not applied to it.
+    """
+    name = spec.engine or (inv.context.engine if inv.context is not None else None)
+    if name is None:
+        return None
+    stacks = load_stacks()
+    key = name.strip().lower()
+    if key not in stacks:
+        raise UnknownNameError("engine", name, stacks, "pass --engine with one of the names listed.")
+    kind = "training" if spec.task == "training" else "inference"
+    if kind not in stacks[key].tasks:
+        return None
+    return {stacks[key].vendor: key}
+
+
 def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Estimate | None]:
+    engines = engines_for(spec, inv)
     # Numeric warnings from the planner (numpy over all-NaN rows, for an instance with no finite layout)
     # are not failures: such instances come back infeasible with their reason, which is what we report.
     with warnings.catch_warnings():
@@ -82,19 +106,20 @@ def _plan(spec: WorkloadSpec, inv: Inventory) -> tuple[tuple[Estimate, ...], Est
                 catalog=inv.catalog,
                 option=inv.option,
                 region=inv.region,
+                engine=engines,
                 context=inv.context,
-            )
-            now = _today(spec, inv) if spec.current.instance is not None else None
+            ).results
+            now = _today(spec, inv, engines) if spec.current.instance is not None else None
         except SilicaError as err:
             # Name the inventory's YAML fields, never the CLI flags the planner's messages speak of.
             raise InputError(
                 f"{inv.path}, line {spec.line}, workload {spec.name!r}: {in_yaml_terms(err.problem)}",
                 in_yaml_terms(err.fix) if err.fix else err.fix,
             ) from None
-    return found.results, now
+    return found, now
 
 
-def _today(spec: WorkloadSpec, inv: Inventory) -> Estimate:
+def _today(spec: WorkloadSpec, inv: Inventory, engines: dict[str, str] | None) -> Estimate:
     """The model's view of today's deployment.
 
     Inference: `count` instances are replicas of the smallest unit that holds the model (serving
@@ -115,6 +140,7 @@ def _today(spec: WorkloadSpec, inv: Inventory) -> Estimate:
             catalog=inv.catalog,
             option=inv.option,
             region=inv.region,
+            engine=engines,  # by vendor: the named stack when today's chips are its vendor's
             context=inv.context,
         )
 
@@ -147,6 +173,14 @@ def advise_workload(spec: WorkloadSpec, inv: Inventory, rules: Rules, rate: floa
     if current.runs_basis:
         assumptions.append(f"runs per month {current.runs_per_month:.2f}: {current.runs_basis}")
     assumptions.append(f"{knob} {rules[knob]:g}: proposed fleets are sized for it")
+    engines = engines_for(spec, inv)
+    if engines:
+        assumptions.append(
+            "engine: "
+            + ", ".join(f"{e} on the {v} options" for v, e in engines.items())
+            + (" (the workload's engine:)" if spec.engine else " (--engine)")
+            + "; the other vendor's on its recommended stack"
+        )
     seen = set()
     for cand in cands:
         if cand.group not in seen and cand.estimate.instance != spec.current.instance:

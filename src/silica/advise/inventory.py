@@ -93,6 +93,7 @@ class _Workload(_Strict):
     slo: _Slo | None = None
     current: _Current
     constraints: _Constraints = _Constraints()
+    engine: str | None = None  # the serving/training stack it runs on (`data/stacks.yaml`)
 
 
 class _Inventory(_Strict):
@@ -131,6 +132,7 @@ class WorkloadSpec:
     constraints: Constraints
     runs_per_month: float | None  # training only; None: derived from the current deployment
     line: int
+    engine: str | None = None  # the workload's own `engine:`; None: the context's (`--engine`), else defaults
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,7 @@ def _workload(
     except SilicaError as err:
         raise doc.error((*where, "model"), err.problem, err.fix or "use `silica models`.") from None
     workload, runs = _load(doc, where, raw, model)
+    engine = _engine(doc, where, raw)
     current = _current(doc, (*where, "current"), raw.current, catalog, pricing)
     scan = None
     if raw.constraints.scan is not None:
@@ -300,7 +303,27 @@ def _workload(
         constraints=Constraints(raw.constraints.multi_cloud, raw.constraints.cuda_only_deps, scan),
         runs_per_month=runs,
         line=doc.line(where),
+        engine=engine,
     )
+
+
+def _engine(doc: Located, where: Path_, raw: _Workload) -> str | None:
+    """The workload's own stack, checked against the list and the task here (the line is known here)."""
+    if raw.engine is None:
+        return None
+    from silica.perf.stacks import load_stacks
+
+    stacks = load_stacks()
+    key = raw.engine.strip().lower()
+    kind = "training" if raw.task == "training" else "inference"
+    if key not in stacks:
+        raise doc.error(
+            (*where, "engine"), f"unknown engine {raw.engine!r}.", f"use one of: {', '.join(stacks)}."
+        )
+    if kind not in stacks[key].tasks:
+        fits = ", ".join(n for n, s in stacks.items() if kind in s.tasks)
+        raise doc.error((*where, "engine"), f"{key} does not run {kind}.", f"use one of: {fits}.")
+    return key
 
 
 def _output_len(doc: Located, at: Path_, given: int | None, model: ModelSpec) -> int:

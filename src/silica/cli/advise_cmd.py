@@ -45,6 +45,12 @@ def register(app: typer.Typer) -> None:
         ),
         no_store: bool = _NO_STORE,
         output: str | None = output_option(),
+        engine: str | None = typer.Option(
+            None,
+            "--engine",
+            help="The serving stack the workloads run on (vllm, trtllm, ...): planned on its vendor's "
+            "options and today's deployment; a workload's own engine: wins.",
+        ),
     ) -> None:
         """Per workload: best deployment per family, savings, migration effort, payback and a verdict."""
         from silica.advise import advise as run
@@ -54,7 +60,7 @@ def register(app: typer.Typer) -> None:
         from silica.report import Meta
 
         _check_targets(html, md, inputs=(inventory,))  # before reading: never over the inventory
-        inv = load_inventory(inventory, plan_context())
+        inv = load_inventory(inventory, plan_context(engine=engine))
         # Before the work: nor over a file the inventory names (its prices file, a scan file).
         _check_targets(html, md, inputs=inv.input_files())
         with progress(f"advising on {len(inv.workloads)} workloads", not as_json):

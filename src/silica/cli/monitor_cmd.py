@@ -229,6 +229,30 @@ def register(app: typer.Typer) -> None:
         write_text(out, text)
         typer.echo(f"wrote {out}")
 
+    @monitor_app.command(
+        "dashboard",
+        epilog="Examples:\n\n  silica monitor dashboard --out silica-dashboard.json\n\n"
+        "  silica monitor dashboard > dashboard.json   # import it in Grafana",
+    )
+    @handle_errors
+    def dashboard_cmd(
+        out: Path | None = typer.Option(
+            None, "--out", help="Write the dashboard JSON here (default: stdout)."
+        ),
+    ) -> None:
+        """A Grafana dashboard: the plan overlays plus vLLM's and DCGM's signals (import it in Grafana)."""
+        import json
+
+        from silica._files import write_text
+        from silica.monitor.dashboard import engine_dashboard
+
+        text = json.dumps(engine_dashboard(), indent=2) + "\n"
+        if out is None:
+            sys.stdout.write(text)
+            return
+        write_text(out, text)
+        typer.echo(f"wrote {out}")
+
     app.add_typer(monitor_app)
 
 

@@ -459,6 +459,8 @@ def calibrate_from_monitor(report: Path, out: Path | None, lengths: str) -> None
         typer.echo(
             f"{entry['family']} / {entry['engine']} ({entry['fitted_on']['windows']} steady windows): {moved}; wrote {path}"
         )
+        for why in entry["fitted_on"].get("left_out", []):
+            typer.echo(f"  windows left out: {why}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,8 @@ Sources (read 2026-12-01):
 - neuron-monitor: aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst (JSON output) and
   the metric names its companion script neuron-monitor-prometheus.py exports.
 - vLLM: vllm-project/vllm docs/design/metrics.md and docs/usage/metrics.md (v1 metrics;
-  `vllm:time_per_output_token_seconds` is the older name of `vllm:inter_token_latency_seconds`).
+  `vllm:time_per_output_token_seconds` is the older name of `vllm:inter_token_latency_seconds`, and
+  `vllm:gpu_cache_usage_perc` the v0 name of `vllm:kv_cache_usage_perc`).
   NxD Inference serves through vLLM's OpenAI server (vLLM on Neuron), so it exposes the same `vllm:` names.
 - SGLang: sgl-project/sglang docs/references/production_metrics.md.
 - TGI: huggingface/text-generation-inference docs/source/reference/metrics.md (no TTFT histogram;
@@ -121,6 +122,36 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:time_per_output_token_seconds"),
         ("sglang", "sglang:inter_token_latency_seconds"),
         ("tgi", "tgi_request_mean_time_per_token_duration"),
+    ),
+    _signal(
+        "e2e",
+        "histogram",
+        "s",
+        "end-to-end request latency",
+        ("vllm", "vllm:e2e_request_latency_seconds"),
+    ),
+    _signal(
+        "queue_time",
+        "histogram",
+        "s",
+        "time a request waited before it ran",
+        ("vllm", "vllm:request_queue_time_seconds"),
+    ),
+    _signal(
+        "kv_cache_usage",
+        "gauge",
+        "fraction",
+        "KV-cache blocks in use",
+        ("vllm", "vllm:kv_cache_usage_perc"),
+        ("vllm", "vllm:gpu_cache_usage_perc"),
+        ("sglang", "sglang:token_usage"),
+    ),
+    _signal(
+        "preemptions",
+        "counter",
+        "requests",
+        "requests preempted (KV cache full)",
+        ("vllm", "vllm:num_preemptions_total"),
     ),
     _signal(
         "chip_utilisation",

@@ -4,7 +4,11 @@ Why: a step that misses its prediction can be queueing (requests waiting), preem
 sequences evicted and recomputed) or plainly computing slower; only the engine knows which. vLLM and
 SGLang export these as Prometheus gauges and counters (vLLM docs/usage/metrics.md: num_requests_running,
 num_requests_waiting, kv_cache_usage_perc (gpu_cache_usage_perc before v0.10), num_preemptions_total,
-prefix_cache_queries/hits_total; SGLang docs production_metrics.md). Each series is summed over its
+prefix_cache_queries/hits_total; SGLang docs production_metrics.md). Triton's TensorRT-LLM backend
+keeps several quantities in one gauge family told apart by a label (NVIDIA's Triton user guide,
+TensorRT-LLM backend, "Triton Metrics": nv_trt_llm_request_metrics{request_type=active|waiting|...},
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction|used|max|...}); such a name is
+written with its one label matcher, `family{label="value"}`. Each series is summed over its
 label sets (one engine may report per model or per engine core). A server without `/metrics` (or
 answering something else there) leaves the step's `engine` empty; nothing is guessed.
 """
@@ -20,14 +24,38 @@ __all__ = ["WATCHED", "Scraper", "parse_exposition", "summarise"]
 
 # what -> metric names, first found wins (newer vLLM name first)
 WATCHED: dict[str, tuple[str, ...]] = {
-    "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
-    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
-    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
+    "running": (
+        "vllm:num_requests_running",
+        "sglang:num_running_reqs",
+        'nv_trt_llm_request_metrics{request_type="active"}',
+    ),
+    "waiting": (
+        "vllm:num_requests_waiting",
+        "sglang:num_queue_reqs",
+        'nv_trt_llm_request_metrics{request_type="waiting"}',
+    ),
+    "kv_cache_usage": (
+        "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc",
+        "sglang:token_usage",
+        'nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}',
+    ),
     "preemptions": ("vllm:num_preemptions_total",),
     "prefix_cache_queries": ("vllm:prefix_cache_queries_total",),
     "prefix_cache_hits": ("vllm:prefix_cache_hits_total",),
 }
 _NAMES = {name: what for what, names in WATCHED.items() for name in names}
+_FAMILIES = {name.split("{", 1)[0] for name in _NAMES}
+
+
+def _keys(name: str, labels: str) -> list[str]:
+    """The WATCHED names a sample matches: its family, and its family with each of its labels."""
+    keys = [name]
+    for part in labels.split(","):
+        label, eq, value = part.partition("=")
+        if eq:
+            keys.append(f"{name}{{{label.strip()}={value.strip()}}}")
+    return [k for k in keys if k in _NAMES]
 
 
 def parse_exposition(text: str) -> dict[str, float]:
@@ -37,8 +65,8 @@ def parse_exposition(text: str) -> dict[str, float]:
         if not line or line.startswith("#"):
             continue
         head, _, rest = line.rpartition("}") if "}" in line else ("", "", line)
-        name = head.split("{", 1)[0] if head else rest.split(None, 1)[0]
-        if name not in _NAMES:
+        name, _, labels = head.partition("{") if head else (rest.split(None, 1)[0], "", "")
+        if name not in _FAMILIES:
             continue
         fields = rest.split() if head else rest.split()[1:]
         if not fields:
@@ -48,8 +76,9 @@ def parse_exposition(text: str) -> dict[str, float]:
         except ValueError:
             continue
         if math.isfinite(value):
-            per = found.setdefault(_NAMES[name], {})
-            per[name] = per.get(name, 0.0) + value
+            for key in _keys(name, labels):
+                per = found.setdefault(_NAMES[key], {})
+                per[key] = per.get(key, 0.0) + value
     out = {}
     for what, names in WATCHED.items():
         for name in names:

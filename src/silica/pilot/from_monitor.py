@@ -3,8 +3,8 @@
 A `silica monitor report --json` keeps, per deployment and window, the engine's TTFT/TPOT histograms,
 the mean running requests (or, without that gauge, the generated tokens/s from which Little's law gives
 the sequences in flight). A window is steady when it has a TPOT histogram, the deployment reports no
-gap (a window a host's gap overlaps is left out, the others kept), and its concurrency is within
-25% of the deployment's median: there the batch is known, so the
+gap (a window a host's gap overlaps is left out, the others kept), the monitor did not flag it as
+drift, and its concurrency is within 25% of the deployment's median: there the batch is known, so the
 window is a measurement at that concurrency, like a pilot step. The same bounded fit as
 `--from-pilot` then moves the family's parameters; the label says the windows came from production.
 """
@@ -37,23 +37,52 @@ def _running(w: dict[str, Any], instances: int) -> float | None:
     return None
 
 
-def steady_windows(dep: dict[str, Any]) -> list[dict[str, Any]]:
-    """Windows with a TPOT histogram, no gap, and a concurrency within 25% of the deployment's median."""
+def steady_windows(dep: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Windows with a TPOT histogram, no gap, no drift flagged, and a concurrency within 25% of the
+    deployment's median; and a line per reason windows were left out (how many, and why)."""
     spans = [(float(a), float(b)) for a, b in dep.get("gap_spans") or []]
-    if dep.get("gaps") and not spans:
-        return []  # a report written before gaps had times: which window they hit is unknown
-    rows = []
-    for w in dep.get("windows", []):
+    windows = list(dep.get("windows", []))
+    if (
+        dep.get("gaps") and not spans
+    ):  # a report written before gaps had times: which window they hit is unknown
+        return [], [f"all {len(windows)} windows: the report has gaps without times (write it again)"]
+    # A window the monitor flagged left its band: something in production differed from the model's
+    # assumptions (a noisy neighbour, a changed prompt mix, a misbehaving host). Fitting on it would
+    # write that episode into every later estimate, so it is left out, as a pilot leaves out short answers.
+    drifted = [(float(d["start"]), float(d["end"])) for d in dep.get("drift") or []]
+    rows, gapped, flagged, unmeasured = [], 0, 0, 0
+    for w in windows:
         if any(a < w["end"] and b > w["start"] for a, b in spans):
+            gapped += 1
+            continue
+        if any(a < w["end"] and b > w["start"] for a, b in drifted):
+            flagged += 1
             continue
         instances = int(w.get("instances") or (dep.get("plan") or {}).get("count") or 1)
         running = _running(w, instances)
         if (w.get("tpot") or {}).get("p50_ms") and running:
             rows.append({**w, "running_per_instance": running})
+        else:
+            unmeasured += 1
+    left_out = []
+    if flagged:
+        left_out.append(
+            f"{flagged} flagged as drift by the monitor (left its band: production differed from the model's "
+            "assumptions there, so it is not fitted)"
+        )
+    if gapped:
+        left_out.append(f"{gapped} overlapped a host's telemetry gap")
+    if unmeasured:
+        left_out.append(f"{unmeasured} had no TPOT histogram or no measure of requests in flight")
     if not rows:
-        return []
+        return [], left_out
     mid = statistics.median(w["running_per_instance"] for w in rows)
-    return [w for w in rows if abs(w["running_per_instance"] - mid) <= STEADY_SPREAD * mid]
+    kept = [w for w in rows if abs(w["running_per_instance"] - mid) <= STEADY_SPREAD * mid]
+    if len(kept) < len(rows):
+        left_out.append(
+            f"{len(rows) - len(kept)} ran more than {STEADY_SPREAD:.0%} away from the median requests in flight"
+        )
+    return kept, left_out
 
 
 def fit_from_monitor(
@@ -66,10 +95,11 @@ def fit_from_monitor(
         raise DataFileError(
             f"{source} is not a `silica monitor report --json` result.", "pass that JSON."
         ) from err
-    entries = []
+    entries, skipped = [], []
     for dep in deployments:
-        windows = steady_windows(dep)
+        windows, left_out = steady_windows(dep)
         if not windows:
+            skipped.append(f"{dep.get('name')}: " + ("; ".join(left_out) or "no windows"))
             continue
         plan = dep["plan"]
         vendor = "aws" if str(plan["family"]).startswith("neuron") else "nvidia"
@@ -116,11 +146,14 @@ def fit_from_monitor(
             "metrics": ["tpot p50", "ttft p50"],
             "deployment": dep["name"],
             "lengths": f"{input_len}:{output_len} from {lengths_from}",
+            "left_out": left_out,
         }
         entries.append(entry)
     if not entries:
+        why = f" (windows left out: {' | '.join(skipped)})" if skipped else ""
         raise InputError(
-            f"{source} has no steady window (latency histograms, no gap, steady running requests).",
-            "report over a longer or calmer period, or use `silica calibrate --from-pilot`.",
+            f"{source} has no steady window (latency histograms, no gap, no drift, steady running requests){why}.",
+            "report over a longer or calmer period; if every window drifts, the model is off for this "
+            "deployment: measure it with `silica pilot run` and `silica calibrate --from-pilot`.",
         )
     return entries

@@ -37,6 +37,7 @@ LEN_MARGIN = 32
 STARTUP_S = {"aws": 1800, "nvidia": 900}
 NEURON_CACHE = "/root/.cache/neuron"
 HF_CACHE = "/root/.cache/huggingface"
+HELM_VALUES = "helm-values.yaml"  # for the vLLM production stack's chart; written for vLLM (CUDA) kits
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,21 +295,53 @@ def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
     return head + str(yaml.safe_dump(task, sort_keys=False))
 
 
-def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
+@dataclass(frozen=True)
+class _Pod:
+    """What one server pod asks of its node: accelerators, CPU, memory and shared memory."""
+
+    resource: str  # the device plugin's resource name
+    chips: int
+    cpu: int | None  # the node's vCPUs less two for its daemons
+    memory_gib: int | None  # 80% of the node's memory
+    shm: str
+
+
+def _pod(dep: Deployed) -> _Pod:
     from silica.catalog import get_instance, load_catalog
 
     inst = get_instance(load_catalog(), dep.instance)
-    count = int(inst.chips)
-    resource = "aws.amazon.com/neuron" if dep.vendor == "aws" else "nvidia.com/gpu"
+    return _Pod(
+        resource="aws.amazon.com/neuron" if dep.vendor == "aws" else "nvidia.com/gpu",
+        chips=int(inst.chips),
+        cpu=max(1, inst.vcpus - 2) if inst.vcpus else None,
+        memory_gib=max(1, int(inst.memory_gib * 0.8)) if inst.memory_gib else None,
+        shm=f"{max(1, min(64, int((inst.memory_gib or 16) // 4)))}Gi",
+    )
+
+
+def _probes(vendor: str, port: int) -> dict[str, dict[str, Any]]:
+    """Loading (and on Neuron compiling) takes minutes: the startup probe allows it, then readiness
+    keeps traffic off until /health answers, and liveness restarts a hung server."""
+    health = {"httpGet": {"path": "/health", "port": port}}
+    period = 10
+    return {
+        "startupProbe": {**health, "periodSeconds": period, "failureThreshold": STARTUP_S[vendor] // period},
+        "readinessProbe": {**health, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {**health, "periodSeconds": 15, "failureThreshold": 4},
+    }
+
+
+def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
+    pod = _pod(dep)
+    resource, count, shm = pod.resource, pod.chips, pod.shm
     name = "silica-pilot"
     # Requests equal to limits for the accelerators; CPU and memory leave the node's daemons room.
     limits: dict[str, Any] = {resource: count}
     requests: dict[str, Any] = {resource: count}
-    if inst.vcpus:
-        requests["cpu"] = str(max(1, inst.vcpus - 2))
-    if inst.memory_gib:
-        requests["memory"] = f"{max(1, int(inst.memory_gib * 0.8))}Gi"
-    shm = f"{max(1, min(64, int((inst.memory_gib or 16) // 4)))}Gi"
+    if pod.cpu:
+        requests["cpu"] = str(pod.cpu)
+    if pod.memory_gib:
+        requests["memory"] = f"{pod.memory_gib}Gi"
     env: list[dict[str, Any]] = [
         {
             "name": "HF_TOKEN",
@@ -331,8 +364,6 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
                 "hostPath": {"path": "/opt/silica/neuron-cache", "type": "DirectoryOrCreate"},
             }
         )
-    health = {"httpGet": {"path": "/health", "port": PORT}}
-    period = 10
     container = {
         "name": "server",
         "image": eng.image_for(dep.chip),
@@ -341,15 +372,7 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
         "resources": {"limits": limits, "requests": requests},
         "env": env,
         "volumeMounts": mounts,
-        # Loading (and on Neuron compiling) takes minutes: the startup probe allows it, then
-        # readiness keeps traffic off until /health answers, and liveness restarts a hung server.
-        "startupProbe": {
-            **health,
-            "periodSeconds": period,
-            "failureThreshold": STARTUP_S[dep.vendor] // period,
-        },
-        "readinessProbe": {**health, "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {**health, "periodSeconds": 15, "failureThreshold": 4},
+        **_probes(dep.vendor, PORT),
     }
     deployment = {
         "apiVersion": "apps/v1",
@@ -377,6 +400,74 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
     return str(yaml.safe_dump_all([deployment, service], sort_keys=False))
 
 
+# The vLLM production stack's Helm chart (github.com/vllm-project/production-stack, helm/, chart
+# vllm-stack 0.1.12): values format read from helm/values.yaml and helm/values.schema.json and the
+# command its templates/deployment-vllm-multi.yaml builds, at commit
+# a6c01db05f65f556235413ba8dbcfb0c01132fff (2026-08-05). Read 2026-12-03.
+HELM_CHART = "vllm-project/production-stack helm chart vllm-stack 0.1.12 @ a6c01db05f65 (2026-08-05)"
+HELM_REPO = "https://vllm-project.github.io/production-stack"
+
+
+def _helm_values(eng: Engine, dep: Deployed, model: str) -> str:
+    """Values for the vLLM production stack's chart: the same server, resources and probes as k8s.yaml.
+
+    The chart builds `vllm serve MODEL --host 0.0.0.0 --port PORT` plus one flag per `vllmConfig` key,
+    so the layout goes there rather than into a command line. It passes `--no-enable-prefix-caching`
+    unless told otherwise, so prefix caching is set on, as `vllm serve` (and the kit's own launch)
+    has it. Setting `tensorParallelSize` (even 1) is what makes the chart mount /dev/shm of `shmSize`.
+    """
+    pod = _pod(dep)
+    image = eng.image_for(dep.chip)
+    repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "latest")
+    spec: dict[str, Any] = {
+        "name": "silica-pilot",
+        "repository": repository,
+        "tag": tag,
+        "modelURL": model,
+        "replicaCount": 1,
+        "requestGPU": pod.chips,
+        "shmSize": pod.shm,
+        "hf_token": {"secretName": "hf-token", "secretKey": "token"},
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [dep.instance]}
+                ]
+            }
+        ],
+        # On the node, so a restarted pod reloads the weights from disk, not the Hub (as k8s.yaml).
+        "extraVolumes": [
+            {"name": "hf-cache", "hostPath": {"path": "/opt/silica/hf-cache", "type": "DirectoryOrCreate"}}
+        ],
+        "extraVolumeMounts": [{"name": "hf-cache", "mountPath": HF_CACHE}],
+        "vllmConfig": {
+            "maxModelLen": dep.max_len,
+            "maxNumSeqs": dep.max_batch,
+            "tensorParallelSize": dep.tp,
+            "enablePrefixCaching": True,
+        },
+    }
+    if dep.dtype in eng.dtype_names:
+        spec["vllmConfig"]["dtype"] = eng.dtype_names[dep.dtype]
+    if pod.cpu:
+        spec["requestCPU"] = pod.cpu
+    if pod.memory_gib:
+        spec["requestMemory"] = f"{pod.memory_gib}Gi"
+    env = eng.env_for(dep.chip)
+    if env:
+        spec["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    values = {"servingEngineSpec": {"containerPort": PORT, "modelSpec": [spec], **_probes(dep.vendor, PORT)}}
+    head = (
+        f"# Helm values written by `silica pilot plan` for {dep.model} on {dep.instance} ({eng.label}):\n"
+        f"# the vLLM production stack ({HELM_CHART}).\n"
+        f"#   helm repo add vllm {HELM_REPO}\n"
+        "#   kubectl create secret generic hf-token --from-literal=token=$HF_TOKEN\n"
+        "#   helm install silica-pilot vllm/vllm-stack -f helm-values.yaml\n"
+        "# then point `silica pilot run --endpoint` at the chart's router service.\n"
+    )
+    return head + str(yaml.safe_dump(values, sort_keys=False))
+
+
 def _devices(dep: Deployed) -> int:
     from silica.catalog import get_instance, load_catalog
 
@@ -397,6 +488,7 @@ def _files(
         "sky.yaml": _skypilot(eng, dep, model),
         "launch.sh": script,
         "k8s.yaml": _k8s(eng, dep, model),
+        **({HELM_VALUES: _helm_values(eng, dep, model)} if eng.name == "vllm" else {}),
         PLAN_FILE: json.dumps(plan.to_dict(), indent=2) + "\n",
         PREDICTION_FILE: json.dumps(prediction, indent=2) + "\n",
     }

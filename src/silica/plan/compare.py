@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +44,7 @@ def estimate(
     calibration: Calibration | None = None,
     option: PurchaseOption | None = None,
     region: str | None = None,
-    engine: str | None = None,
+    engine: str | Mapping[str, str] | None = None,
     context: PlanContext | None = None,
     pue: float | None = None,
     usd_per_mwh: float | None = None,
@@ -52,7 +52,8 @@ def estimate(
     """Speed, memory and cost of one deployment; unset knobs (tp, batch) are chosen for throughput.
 
     An `InferenceWorkload` gives an `InferenceEstimate`, a `TrainingWorkload` a `TrainingEstimate`.
-    `engine`: the serving or training stack (`data/stacks.yaml`); None: the vendor's recommended one.
+    `engine`: the serving or training stack (`data/stacks.yaml`); None: the vendor's recommended one;
+    a mapping {vendor: stack}: per chip vendor (`resolve_targets`).
     `context`: the user's settings resolved once at the edge (`silica.context.plan_context`); its
     catalog, calibration, option, region and engine apply where the keyword is not given, and the
     result records its settings. Without one, only the bundled data is used.
@@ -200,7 +201,7 @@ def compare(
     option: PurchaseOption | None = None,
     region: str | None = None,
     include_announced: bool = False,
-    engine: str | None = None,
+    engine: str | Mapping[str, str] | None = None,
     objective: Objective = "cost",
     pue: float | None = None,
     usd_per_mwh: float | None = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from silica.catalog import get_instance, is_reference_system, load_catalog, price_for
@@ -155,14 +155,16 @@ def resolve_targets(
     option: PurchaseOption | None = None,
     region: str | None = None,
     include_announced: bool = False,
-    engine: str | None = None,
+    engine: str | Mapping[str, str] | None = None,
     task: str = "inference",
 ) -> list[Target]:
     """The instance types to consider, each with its stack, calibration entry and price.
 
     `engine` None: each chip vendor's recommended stack for `task` (`data/stacks.yaml`). A named
     engine must run on every instance named; over the whole catalog, the instances it cannot run
-    on are left out (and naming one that runs nowhere is an error).
+    on are left out (and naming one that runs nowhere is an error). A mapping {vendor: stack} names
+    the stack per chip vendor, the vendors it does not name keeping their default (what `advise
+    --engine` uses, so naming today's stack does not hide the other vendor's options).
     """
     catalog = catalog or load_catalog()
     calibration = calibration or load_calibration()  # the user's overlay comes in through the plan context
@@ -181,7 +183,8 @@ def resolve_targets(
         if chip.status == "announced" and not include_announced and instance_ids is None:
             continue
         try:
-            stack = resolve_stack(engine, chip.vendor, task, inst.id)
+            named = engine.get(chip.vendor) if isinstance(engine, Mapping) else engine
+            stack = resolve_stack(named, chip.vendor, task, inst.id)
         except InputError as err:
             if instance_ids is not None:
                 raise
