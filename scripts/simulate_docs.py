@@ -150,11 +150,23 @@ def validation_block() -> str:
     return "\n".join(lines)
 
 
+def loopback_block() -> str:
+    """The loopback validation: the saved measurements of `scripts/simulate_validation.py`, fitted
+    and replayed in the simulator again (so the table follows the simulator, not a new measurement)."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation
+
+    return str(simulate_validation.table_text(json.loads(simulate_validation.DATA.read_text())))
+
+
 BLOCKS = {
     "simulate-rates": rates_block,
     "simulate-bursts": bursts_block,
     "simulate-slo": slo_block,
     "simulate-validation": validation_block,
+    "simulate-loopback": loopback_block,
 }
 
 
