@@ -37,3 +37,8 @@ def test_quoted_tables_match_the_script(name: str) -> None:
 def test_quoted_sizing_matches_the_script() -> None:
     mod = _script()
     assert _quoted(mod, "simulate-slo") == mod.slo_block()
+
+
+def test_ttft_chart_matches_the_script() -> None:
+    mod = _script()
+    assert (ROOT / "docs" / "img" / "simulate-ttft-vs-rate.svg").read_text() == mod.ttft_chart()
