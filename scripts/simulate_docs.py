@@ -43,6 +43,35 @@ def rates_block() -> str:
     return "\n".join(lines)
 
 
+CHART = ROOT / "docs" / "img" / "simulate-ttft-vs-rate.svg"
+
+
+def ttft_chart() -> str:
+    """SVG: p50/p90/p99 TTFT against the request rate, the setting of the rates table (one replica)."""
+    from silica.report.svg import Line, line_chart
+    from silica.simulate import simulate, synthetic
+    from silica.simulate.deploy import plan_replica
+    from silica.workload import InferenceWorkload
+
+    table = plan_replica(
+        "llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256)
+    ).table
+    rates = [0.5 * k for k in range(1, 11)]  # up to 5/s: past it the queue grows without bound
+    runs = [simulate(synthetic(rate=r, n=2000, input_len=1024, output_len=256, seed=0), table) for r in rates]
+    lines = [
+        Line("p50", [r.ttft.p50 for r in runs], "#56b4e9"),
+        Line("p90", [r.ttft.p90 for r in runs], "#e69f00"),
+        Line("p99", [r.ttft.p99 for r in runs], "#d55e00"),
+    ]
+    return line_chart(
+        rates,
+        lines,
+        title="Simulated TTFT vs request rate: Llama 3.1 8B, one g6e.xlarge, 1,024 in / 256 out",
+        unit="ms",
+        x_labels=[(r, f"{r:g}/s") for r in rates if r == int(r)],
+    )
+
+
 def bursts_block() -> str:
     """The same mean rate with burstier arrivals (gamma gaps of growing CV)."""
     from silica.simulate import simulate, synthetic
@@ -150,11 +179,23 @@ def validation_block() -> str:
     return "\n".join(lines)
 
 
+def loopback_block() -> str:
+    """The loopback validation: the saved measurements of `scripts/simulate_validation.py`, fitted
+    and replayed in the simulator again (so the table follows the simulator, not a new measurement)."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation
+
+    return str(simulate_validation.table_text(json.loads(simulate_validation.DATA.read_text())))
+
+
 BLOCKS = {
     "simulate-rates": rates_block,
     "simulate-bursts": bursts_block,
     "simulate-slo": slo_block,
     "simulate-validation": validation_block,
+    "simulate-loopback": loopback_block,
 }
 
 
@@ -178,9 +219,11 @@ def main() -> int:
         if n != 1:
             print(f"docs/simulate.md has no {name} block", file=sys.stderr)
             return 1
+    chart = ttft_chart()
     if args.check:
-        return 0 if new == doc else 1
+        return 0 if new == doc and CHART.exists() and CHART.read_text() == chart else 1
     DOC.write_text(new)
+    CHART.write_text(chart)
     return 0
 
 

@@ -71,10 +71,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(model_dir: Path, log: Path, timeout_s: float = 90.0) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `transformers serve` on a free loopback port; returns the process and its base URL."""
+def start_server(
+    model_dir: Path, log: Path, timeout_s: float = 90.0, threads: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `transformers serve` on a free loopback port; returns the process and its base URL.
+    `threads` caps torch's compute threads (OMP_NUM_THREADS): one keeps step times steady on a
+    busy shared machine, where spinning compute threads stall each other."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
+    if threads is not None:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     exe = Path(sys.executable).with_name("transformers")
     cmd = [str(exe), "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     with log.open("wb") as out:

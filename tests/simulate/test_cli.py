@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -83,3 +84,32 @@ def test_compare_slo_needs_a_rate() -> None:
     result = runner.invoke(app, ["compare", "llama-3.1-8b", "--ttft-p90-ms", "500", "--tbt-p99-ms", "60"])
     assert result.exit_code == 2
     assert "--rate" in result.stderr
+
+
+def _estimate_slo(rate: str) -> dict[str, dict[str, Any]]:
+    args = ["estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--input-len", "1024", "--output-len", "256"]
+    args += ["--rate", rate, "--ttft-p90-ms", "800", "--tbt-p99-ms", "80", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["estimate"]["instance"] == "g6e.xlarge"
+    return {o["mode"]: o for o in out["slo_sizing"]["options"]}
+
+
+@pytest.mark.slow
+def test_estimate_sizes_its_deployment_to_tail_targets() -> None:
+    low, high = _estimate_slo("2"), _estimate_slo("12")
+    for options in (low, high):
+        agg = options["aggregated"]
+        assert agg["meets"] and agg["ttft_p90_ms"] <= 800 and agg["tbt_p99_ms"] <= 80
+    n_low, n_high = low["aggregated"]["instances"], high["aggregated"]["instances"]
+    assert isinstance(n_low, int) and isinstance(n_high, int)
+    assert n_high > n_low >= 1
+
+
+def test_estimate_slo_needs_a_rate() -> None:
+    args = ["estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--ttft-p90-ms", "500", "--tbt-p99-ms", "60"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--rate" in lines[0]

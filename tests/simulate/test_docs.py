@@ -25,7 +25,9 @@ def _quoted(mod: ModuleType, name: str) -> str:
     return str(match.group(2))
 
 
-@pytest.mark.parametrize("name", ["simulate-rates", "simulate-bursts", "simulate-validation"])
+@pytest.mark.parametrize(
+    "name", ["simulate-rates", "simulate-bursts", "simulate-validation", "simulate-loopback"]
+)
 def test_quoted_tables_match_the_script(name: str) -> None:
     mod = _script()
     assert _quoted(mod, name) == mod.BLOCKS[name]()
@@ -35,3 +37,8 @@ def test_quoted_tables_match_the_script(name: str) -> None:
 def test_quoted_sizing_matches_the_script() -> None:
     mod = _script()
     assert _quoted(mod, "simulate-slo") == mod.slo_block()
+
+
+def test_ttft_chart_matches_the_script() -> None:
+    mod = _script()
+    assert (ROOT / "docs" / "img" / "simulate-ttft-vs-rate.svg").read_text() == mod.ttft_chart()

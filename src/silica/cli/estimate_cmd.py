@@ -228,6 +228,14 @@ def register(app: typer.Typer) -> None:
         ),
         pue: float | None = pue_option(),
         usd_per_mwh: float | None = usd_per_mwh_option(),
+        ttft_p90_ms: float | None = typer.Option(
+            None,
+            "--ttft-p90-ms",
+            help="p90 TTFT target: also size this deployment by simulation (with --rate).",
+        ),
+        tbt_p99_ms: float | None = typer.Option(
+            None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
+        ),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -248,6 +256,21 @@ def register(app: typer.Typer) -> None:
             pue=checked("--pue", pue, low=1.0),
             usd_per_mwh=checked("--usd-per-mwh", usd_per_mwh, low=0.0),
         )
+        if ttft_p90_ms is not None or tbt_p99_ms is not None:
+            from silica.cli.simulate_cmd import estimate_by_slo
+
+            where: dict[str, Any] = {"calibration": context.calibration, "option": context.option}
+            where |= {"catalog": placement.catalog, "region": context.region, "engine": context.engine}
+            estimate_by_slo(
+                result,
+                wl,
+                rate=opts.rate,
+                ttft_p90_ms=ttft_p90_ms,
+                tbt_p99_ms=tbt_p99_ms,
+                as_json=opts.as_json,
+                **where,
+            )
+            return
         if opts.as_json:
             print_json(result)
             return

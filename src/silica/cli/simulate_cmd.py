@@ -172,6 +172,43 @@ def compare_by_slo(
     emit(sizing_listing(sized), fmt)
 
 
+def estimate_by_slo(
+    estimate: Any,
+    workload: Any,
+    *,
+    rate: float | None,
+    ttft_p90_ms: float | None,
+    tbt_p99_ms: float | None,
+    as_json: bool,
+    **where: Any,
+) -> None:
+    """`estimate ... --ttft-p90-ms X --tbt-p99-ms Y --rate R`: the estimate, then whether this
+    deployment meets the tail targets in simulation and how many instances it needs."""
+    from silica.cli._output import emit, resolve_format
+    from silica.cli.estimate_cmd import _print_estimate
+    from silica.errors import InputError
+    from silica.results import InferenceEstimate
+    from silica.simulate.sizing import size_estimate
+
+    if rate is None or ttft_p90_ms is None or tbt_p99_ms is None:
+        raise InputError(
+            "Tail-latency sizing needs a request rate and both targets.",
+            "pass --rate with --ttft-p90-ms and --tbt-p99-ms.",
+        )
+    if not isinstance(estimate, InferenceEstimate):
+        raise InputError(
+            "Tail-latency sizing is for serving.", "drop --ttft-p90-ms/--tbt-p99-ms for training."
+        )
+    sized = size_estimate(
+        estimate, workload, rate=rate, ttft_p90_ms=ttft_p90_ms, tbt_p99_ms=tbt_p99_ms, **where
+    )
+    if as_json:
+        print_json({"estimate": estimate.to_dict(), "slo_sizing": sized.to_dict()})
+        return
+    _print_estimate(estimate)
+    emit(sizing_listing(sized), resolve_format(None, False))
+
+
 def sizing_listing(s: Any) -> Any:
     """The SLO-sized deployments as a listing, cheapest meeting the targets first."""
     from silica.cli._output import Column, Listing

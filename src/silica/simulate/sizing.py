@@ -37,7 +37,7 @@ from silica.simulate.steptime import StepTable
 from silica.simulate.traffic import Requests, synthetic
 from silica.workload import InferenceWorkload
 
-__all__ = ["SizedOption", "SloSizing", "size_to_slo"]
+__all__ = ["SizedOption", "SloSizing", "size_estimate", "size_to_slo"]
 
 DEFAULT_CHUNK = 2048  # vLLM V1's default token budget per step
 SMALLER_CHUNKS = (1024, 512, 256, 128, 64)
@@ -311,9 +311,79 @@ def size_to_slo(
             )
     if comparison.task != "inference":
         raise InputError("SLO sizing is for serving.", "drop --ttft-p90-ms/--tbt-p99-ms for training.")
+    feasible = [r for r in comparison.results if isinstance(r, InferenceEstimate) and r.feasible and r.tp]
+    return _size(
+        comparison.model,
+        InferenceWorkload(**comparison.workload),
+        feasible,
+        rate=rate,
+        ttft_p90_ms=ttft_p90_ms,
+        tbt_p99_ms=tbt_p99_ms,
+        targets_from={"catalog": catalog, "calibration": calibration, "option": option, "region": region}
+        | {"engine": engine},
+        reqs_from={"requests": requests, "seed": seed, "arrival": arrival, "cv": cv, "trace": trace},
+        disaggregated=disaggregated,
+    )
+
+
+def size_estimate(
+    estimate: InferenceEstimate,
+    workload: InferenceWorkload,
+    *,
+    rate: float,
+    ttft_p90_ms: float,
+    tbt_p99_ms: float,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+    option: PurchaseOption | None = None,
+    region: str | None = None,
+    engine: str | None = None,
+    requests: int = 2000,
+    seed: int = 0,
+    disaggregated: bool = True,
+) -> SloSizing:
+    """Size one estimated deployment (`silica estimate`'s) to the tail targets: whether it meets
+    them at `rate` and how many of its instances it needs, aggregated and disaggregated."""
+    for name, value in (("--ttft-p90-ms", ttft_p90_ms), ("--tbt-p99-ms", tbt_p99_ms), ("--rate", rate)):
+        if not (value > 0 and math.isfinite(value)):
+            raise InputError(
+                f"{name} must be a finite positive number, got {value}.", f"pass {name} above 0."
+            )
+    if not (estimate.feasible and estimate.tp):
+        raise InputError(
+            f"{estimate.model} cannot be served on {estimate.instance}: {'; '.join(estimate.reasons) or 'infeasible'}.",
+            "choose a deployment that fits before sizing it to tail targets.",
+        )
+    return _size(
+        estimate.model,
+        workload,
+        [estimate],
+        rate=rate,
+        ttft_p90_ms=ttft_p90_ms,
+        tbt_p99_ms=tbt_p99_ms,
+        targets_from={"catalog": catalog, "calibration": calibration, "option": option, "region": region}
+        | {"engine": engine},
+        reqs_from={"requests": requests, "seed": seed, "arrival": "poisson", "cv": 1.0, "trace": None},
+        disaggregated=disaggregated,
+    )
+
+
+def _size(
+    model: str,
+    wl: InferenceWorkload,
+    feasible: list[InferenceEstimate],
+    *,
+    rate: float,
+    ttft_p90_ms: float,
+    tbt_p99_ms: float,
+    targets_from: dict[str, Any],
+    reqs_from: dict[str, Any],
+    disaggregated: bool,
+) -> SloSizing:
     started = time.perf_counter()
-    wl = InferenceWorkload(**comparison.workload)
-    spec = load_model(comparison.model)
+    spec = load_model(model)
+    trace: Requests | None = reqs_from["trace"]
+    requests, seed, arrival, cv = (reqs_from[k] for k in ("requests", "seed", "arrival", "cv"))
     reqs = trace or synthetic(
         rate=rate,
         n=requests,
@@ -323,18 +393,7 @@ def size_to_slo(
         cv=cv,
         seed=seed,
     )
-    feasible = [r for r in comparison.results if isinstance(r, InferenceEstimate) and r.feasible and r.tp]
-    targets = {
-        t.instance.id: t
-        for t in resolve_targets(
-            [r.instance for r in feasible],
-            catalog=catalog,
-            calibration=calibration,
-            option=option,
-            region=region,
-            engine=engine,
-        )
-    }
+    targets = {t.instance.id: t for t in resolve_targets([r.instance for r in feasible], **targets_from)}
     sizer = _Sizer(reqs, ttft_p90_ms, tbt_p99_ms)
     options: list[SizedOption] = []
     for est in feasible:

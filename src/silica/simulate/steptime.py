@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -90,6 +91,71 @@ class StepTable:
             return self.decode_s(batch, context)
         kv_read = self.decode_s(batch, context) - self.decode[min(batch, self.max_num_seqs) - 1][0]
         return self.prefill_s(chunk + batch) + max(kv_read, 0.0)
+
+    @classmethod
+    def from_measurements(
+        cls,
+        label: str,
+        *,
+        prefill: Sequence[tuple[float, float]],
+        decode: Sequence[tuple[int, float]],
+        kv_tokens: int,
+        max_num_seqs: int | None = None,
+    ) -> StepTable:
+        """A table fitted to a real server's closed-loop measurements instead of the catalog model.
+
+        `prefill`: (prompt tokens, seconds to the first token) at a few prompt sizes, one request at a
+        time; `decode`: (running sequences, seconds per decode step) at a few closed-loop concurrencies.
+        Between points the times are interpolated linearly; past the largest batch the decode time
+        grows along its last segment (flat with one point). Decode time is taken as independent of
+        context: the measurements are made at the context the load runs at. `max_num_seqs` is what the
+        server runs at once (1 for a server that serialises requests); by default the largest
+        measured batch. No network figures: a fitted table serves aggregated simulation only.
+        """
+        pre = sorted((float(t), float(s)) for t, s in prefill)
+        dec = sorted((int(b), float(s)) for b, s in decode)
+        if not pre or not dec:
+            raise InputError(
+                "A measured step table needs at least one prefill and one decode point.",
+                "measure one request's time to first token and one decode step time.",
+            )
+        if any(not (t > 0 and s > 0 and math.isfinite(s)) for t, s in pre) or any(
+            not (b >= 1 and s > 0 and math.isfinite(s)) for b, s in dec
+        ):
+            raise InputError(
+                "Measured step times must be positive seconds at prompt sizes and batches of 1 or more.",
+                "drop failed or empty measurements before fitting.",
+            )
+        n = max_num_seqs if max_num_seqs is not None else dec[-1][0]
+        if n < 1 or kv_tokens < 1:
+            raise InputError(
+                f"max running sequences and KV tokens must be 1 or more, got {n} and {kv_tokens}.",
+                "pass the server's limits.",
+            )
+        if len(pre) == 1:
+            pre.append((pre[0][0] + 1.0, pre[0][1]))
+        bs = np.asarray([b for b, _ in dec], dtype=np.float64)
+        ys = np.asarray([s for _, s in dec], dtype=np.float64)
+        want = np.arange(1, n + 1, dtype=np.float64)
+        steps = np.interp(want, bs, ys)
+        if len(dec) > 1 and bs[-1] > bs[-2]:
+            slope = (ys[-1] - ys[-2]) / (bs[-1] - bs[-2])
+            steps = np.where(want > bs[-1], ys[-1] + slope * (want - bs[-1]), steps)
+        nan = math.nan
+        return cls(
+            label=label,
+            tokens=tuple(t for t, _ in pre),
+            prefill=tuple(s for _, s in pre),
+            contexts=(0.0, 1.0),
+            decode=tuple((float(s), float(s)) for s in steps),
+            kv_tokens=int(kv_tokens),
+            kv_bytes_per_token=nan,
+            max_num_seqs=n,
+            link_bytes_per_s=nan,
+            scaleup_bytes_per_s=nan,
+            link_latency_s=nan,
+            link_efficiency=nan,
+        )
 
     def max_output_tok_s(self) -> float:
         """An upper bound on one replica's generated tokens per second: the best decode batch at the
