@@ -197,7 +197,7 @@ def _estimate_result(r: dict[str, Any]) -> str:
     rows.append(["$ per month (730 h)", num(r.get("usd_per_month"), ",.0f"), ""])
     if r.get("usd_per_hour") is None and r.get("breakeven_usd_per_hour"):
         rows.append(["break-even $ per hour", num(r["breakeven_usd_per_hour"]), ""])
-    headline = table(["figure", "estimate", "p10-p90"], rows, numeric=[1, 2], caption="Headline")
+    headline = '<div class="fit">' + table(["figure", "estimate", "p10-p90"], rows, numeric=[1, 2], caption="Headline") + "</div>"
     price_line = (
         f"<p class=\"small\">Price: ${num(price.get('usd_per_hour'))}/h {esc(price.get('option'))} "
         f"{esc(price.get('region'))}, as of {esc(price.get('as_of'))}; source: {esc(price.get('source'))}.</p>"
@@ -224,18 +224,23 @@ def _estimate_result(r: dict[str, Any]) -> str:
     mem = r.get("memory_gib") or {}
     used = sum(float(v) for k, v in mem.items() if k != "capacity" and isinstance(v, int | float))
     mem_rows = [[esc(k.replace("_", " ")), num(v, ",.2f")] for k, v in mem.items()]
-    if mem.get("capacity") is not None:
-        mem_rows.append(["free", num(float(mem["capacity"]) - used, ",.2f")])
-    mem_table = table(["memory per chip", "GiB"], mem_rows, numeric=[1], caption="Memory per chip (GiB)")
+    if mem.get("capacity") is not None and "total" not in mem:
+        mem_rows.append(["left over", num(float(mem["capacity"]) - used, ",.2f")])
+    # The library reports memory per unit: one GPU, or one NeuronCore where a chip has several.
+    mem_table = (
+        '<div class="fit">'
+        + table(["memory", "GiB"], mem_rows, numeric=[1], caption="Memory per unit (a GPU, or a NeuronCore), GiB")
+        + "</div>"
+    )
     energy = r.get("energy") or {}
     if energy.get("known"):
         keys = [k for k, v in energy.items() if isinstance(v, int | float) and not isinstance(v, bool)]
-        energy_html = table(
+        energy_html = '<div class="fit">' + table(
             ["energy", "value"],
             [[esc(k.replace("_", " ")), num(energy[k], ",.4g")] for k in keys],
             numeric=[1],
             caption="Energy",
-        ) + "".join(f'<p class="small">{esc(s)}</p>' for s in energy.get("sources") or [])
+        ) + "</div>" + "".join(f'<p class="small">{esc(s)}</p>' for s in energy.get("sources") or [])
     elif energy:
         energy_html = f"<p>Energy: unknown. {esc(energy.get('reason'))}</p>"
     else:
@@ -250,7 +255,8 @@ def _estimate_result(r: dict[str, Any]) -> str:
     return (
         f'<section aria-label="Result"><h2>{esc(r.get("model"))} on '
         f'{esc(r.get("count"))} x {esc(r.get("instance"))} ({esc(r.get("chip"))}, {esc(r.get("engine"))})</h2>'
-        f"{headline}{price_line}<h2>Time</h2>{time_table}<h2>Memory</h2>{mem_table}"
+        f"{headline}{price_line}<h2>Time</h2>{time_table if phases else '<p>No time breakdown.</p>'}"
+        f"<h2>Memory</h2>{mem_table}"
         f"{'<h2>Energy</h2>' + energy_html if energy_html else ''}"
         f"<h2>Assumptions</h2><ul class=\"small\">{assumptions}</ul>"
         + (f'<p class="small">From your settings: {origins}.</p>' if origins else "")
@@ -420,7 +426,7 @@ def jobs_page(request: Request) -> Response:
              f'<span class="v">{esc(j.status)}</span>', bar, esc(_ago(ran) if ran is not None else "-"),
              esc(_ago(j.timeout_s) if j.timeout_s else "none"), esc(detail), cancel]
         )  # fmt: skip
-    head = ["job", "kind", "file", "status", "progress", "ran", "time limit", "doing / why", ""]
+    head = ["job", "kind", "file", "status", "progress", "ran", "time limit", "doing / why", "action"]
     body = (
         "<p>Long work (fleet sweeps, calibration fits) runs here one job at a time. A cancelled or "
         "overdue job stops at its next progress report. <a href=\"/jobs\">Refresh</a>.</p>"
@@ -495,21 +501,30 @@ def history_diff(request: Request, a: str = "", b: str = "") -> Response:
     if request.query_params.get("format") == "csv":
         rows = [{"key": k, "a": fa.get(k), "b": fb.get(k), "changed": k in changed} for k in keys]
         return csv_response(rows, f"diff-{left.id}-{right.id}.csv")
-    rows = []
-    for k in keys:
-        mark = k in changed
-        cell = (lambda d: esc(_short(d[k])) if k in d else "<em>absent</em>")  # noqa: E731
-        rows.append(
-            [(f'<span class="changed-mark">changed</span> ' if mark else "") + f"<code>{esc(k)}</code>",
-             f'<span class="{"changed" if mark else ""}">{cell(fa)}</span>',
-             f'<span class="{"changed" if mark else ""}">{cell(fb)}</span>']
-        )  # fmt: skip
+    def cell(d: dict[str, Any], k: str) -> str:
+        return esc(_short(d[k])) if k in d else "<em>absent</em>"
+
+    changed_rows = [
+        ['<span class="changed-mark">changed</span> ' + f"<code>{esc(k)}</code>",
+         f'<span class="changed">{cell(fa, k)}</span>', f'<span class="changed">{cell(fb, k)}</span>']
+        for k in changed
+    ]  # fmt: skip
+    same = [k for k in keys if k not in changed]
+    same_rows = [[f"<code>{esc(k)}</code>", cell(fa, k), cell(fb, k)] for k in same]
+    head = ["key", f"#{left.id}", f"#{right.id}"]
     body = (
         f"<p>#{left.id} ({esc(left.kind)} {esc(left.name)}, {esc(left.created_at.strftime('%Y-%m-%d %H:%M'))} UTC) "
         f"against #{right.id} ({esc(right.kind)} {esc(right.name)}, "
         f"{esc(right.created_at.strftime('%Y-%m-%d %H:%M'))} UTC): {len(changed)} of {len(keys)} keys differ.</p>"
         + _csv_link(request)
-        + table(["key", f"#{left.id}", f"#{right.id}"], rows, caption="Every key, changed ones marked")
+        + (table(head, changed_rows, caption="Changed keys") if changed_rows else "<p>No key differs.</p>")
+        + (
+            f"<details><summary>{len(same)} keys the same in both</summary>"
+            + table(head, same_rows, caption="Unchanged keys")
+            + "</details>"
+            if same_rows
+            else ""
+        )
     )
     return _html(page(f"Records #{left.id} and #{right.id}", body, "/history"))
 
