@@ -10,13 +10,16 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.serve import test_browser as _shared
 from tests.serve.conftest import EXAMPLES
-from tests.serve.test_browser import WIDTHS, browser, shots, site  # noqa: F401  (fixtures)
+
+WIDTHS = _shared.WIDTHS
+browser, shots, site = _shared.browser, _shared.shots, _shared.site  # the same fixtures
 
 pytestmark = pytest.mark.e2e
 
 
-def _check(page: Any, name: str, shots: Path) -> None:  # noqa: F811
+def _check(page: Any, name: str, shots: Path) -> None:
     from axe_playwright_python.sync_playwright import Axe
 
     for label, width in WIDTHS.items():
@@ -30,7 +33,7 @@ def _check(page: Any, name: str, shots: Path) -> None:  # noqa: F811
         page.screenshot(path=str(shots / f"{name}-{label}.png"), full_page=True)
 
 
-def test_estimate_breakdown_errors_and_csv(browser: Any, site: str, shots: Path) -> None:  # noqa: F811
+def test_estimate_breakdown_errors_and_csv(browser: Any, site: str, shots: Path) -> None:
     page = browser.new_page()
     page.goto(f"{site}/estimate")
     page.select_option("#f-model", "llama-3.1-8b")
@@ -52,16 +55,22 @@ def test_estimate_breakdown_errors_and_csv(browser: Any, site: str, shots: Path)
     assert csv.headers["content-type"].startswith("text/csv") and "ttft_ms" in csv.text.splitlines()[0]
     page.goto(f"{site}/estimate?model=llama-3.1-8b&on=&tp=abc&batch=0")
     errors = page.locator(".field-error").all_inner_texts()
-    assert any(e.startswith("Instance") for e in errors) and any(e.startswith("Tensor parallel") for e in errors)
+    assert any(e.startswith("Instance") for e in errors) and any(
+        e.startswith("Tensor parallel") for e in errors
+    )
     assert any(e.startswith("Batch") for e in errors)
     assert page.get_attribute("#f-tp", "aria-invalid") == "true"
     _check(page, "estimate-errors", shots)
     response = page.goto(f"{site}/estimate?model=llama-3.1-8b&on=nosuch.box")
-    assert response is not None and response.status == 404 and "nosuch" in page.locator("[role=alert]").inner_text()
+    assert (
+        response is not None
+        and response.status == 404
+        and "nosuch" in page.locator("[role=alert]").inner_text()
+    )
     page.close()
 
 
-def test_catalog_filter_sort_and_csv(browser: Any, site: str, shots: Path) -> None:  # noqa: F811
+def test_catalog_filter_sort_and_csv(browser: Any, site: str, shots: Path) -> None:
     page = browser.new_page()
     page.goto(f"{site}/catalog?family=nvidia&region=us-east-1&option=on_demand")
     rows = page.locator("table").nth(1).locator("tbody tr")
@@ -81,7 +90,7 @@ def test_catalog_filter_sort_and_csv(browser: Any, site: str, shots: Path) -> No
     page.close()
 
 
-def test_jobs_page_progress_and_cancel(browser: Any, shots: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_jobs_page_progress_and_cancel(browser: Any, shots: Path, tmp_path: Path) -> None:
     """A job reporting progress shows it; its Cancel button stops it at its next report; a queued
     job behind it is cancelled before it starts. The jobs are submitted to the server's own job
     table (a real calibration takes minutes), through the same `Jobs.submit` the endpoints use."""
@@ -140,7 +149,10 @@ def test_jobs_page_progress_and_cancel(browser: Any, shots: Path, tmp_path: Path
 
 
 def test_advise_reload_stores_nothing_twice_and_big_upload(
-    browser: Any, site: str, shots: Path, tmp_path: Path  # noqa: F811
+    browser: Any,
+    site: str,
+    shots: Path,
+    tmp_path: Path,
 ) -> None:
     page = browser.new_page()
     page.goto(f"{site}/advise")
@@ -165,7 +177,7 @@ def test_advise_reload_stores_nothing_twice_and_big_upload(
     page.close()
 
 
-def test_history_search_record_and_diff(browser: Any, site: str, shots: Path) -> None:  # noqa: F811
+def test_history_search_record_and_diff(browser: Any, site: str, shots: Path) -> None:
     inv = (EXAMPLES / "inventory.yaml").read_bytes()
     scan = (EXAMPLES / "scans" / "ranker.scan.json").read_bytes()
     httpx.post(f"{site}/api/v1/advise", files=[("inventory", ("inventory.yaml", inv)),

@@ -89,9 +89,9 @@ class JobControl:
             job.stage = stage
         if job.cancel_requested:
             raise JobCancelled("cancelled by a user")
-        if job.timeout_s is not None and job.started is not None:
-            if time.time() - job.started > job.timeout_s:
-                raise JobCancelled(f"stopped after its time limit of {job.timeout_s:,.0f} s")
+        started, limit = job.started, job.timeout_s
+        if limit is not None and started is not None and time.time() - started > limit:
+            raise JobCancelled(f"stopped after its time limit of {job.timeout_s:,.0f} s")
 
 
 class Jobs:
@@ -119,9 +119,7 @@ class Jobs:
                     429, f"{active} jobs are already queued or running.", "wait for some to finish."
                 )
             while len(self._jobs) >= self._max:
-                oldest = next(
-                    k for k, j in self._jobs.items() if j.status in ("done", "failed", "cancelled")
-                )
+                oldest = next(k for k, j in self._jobs.items() if j.status in ("done", "failed", "cancelled"))
                 del self._jobs[oldest]
             job = Job(id=uuid.uuid4().hex[:16], kind=kind, name=name, timeout_s=timeout_s)
             self._jobs[job.id] = job

@@ -377,9 +377,9 @@ def history_page(request: Request, kind: str | None = None, q: str | None = None
     if request.query_params.get("format") == "csv":
         from silica.serve._csv import csv_response
 
-        rows = [{"id": r.id, "created_at": r.created_at.isoformat(), "kind": r.kind, "name": r.name,
+        found_rows = [{"id": r.id, "created_at": r.created_at.isoformat(), "kind": r.kind, "name": r.name,
                  "batch": r.batch, "summary": s} for r, s in records]  # fmt: skip
-        return csv_response(rows, "history.csv")
+        return csv_response(found_rows, "history.csv")
     kinds = "".join(
         f'<option value="{k}"{" selected" if k == kind else ""}>{k or "all kinds"}</option>'
         for k in dict.fromkeys(("", *KINDS, "pilot"))

@@ -103,7 +103,7 @@ def _pydantic_errors(err: ValidationError) -> dict[str, str]:
     for e in err.errors():
         name = str(e["loc"][0]) if e["loc"] else ""
         label = _LABELS.get(name, name)
-        msg = str(e["msg"]).removeprefix("Value error, ")
+        msg = str(e["msg"]).removeprefix("Value error, ").replace("Input should be", "must be")
         out.setdefault(name, f"{label}: {msg[:1].lower()}{msg[1:]}.")
     return out
 
@@ -119,7 +119,11 @@ def _field(name: str, control: str, hint: str, errors: dict[str, str]) -> str:
     """A labelled control with its hint and, when it is wrong, its message right under it."""
     error = errors.get(name)
     described = f"h-{name}" + (f" e-{name}" if error else "")
-    invalid = f' aria-invalid="true" aria-describedby="{described}"' if error else f' aria-describedby="{described}"'
+    invalid = (
+        f' aria-invalid="true" aria-describedby="{described}"'
+        if error
+        else f' aria-describedby="{described}"'
+    )
     message = f'<small id="e-{name}" class="field-error">{esc(error)}</small>' if error else ""
     return (
         f'<div class="field{" bad" if error else ""}"><label for="f-{name}">{esc(_LABELS[name])}</label>'
@@ -138,18 +142,24 @@ def _estimate_form(params: dict[str, str], errors: dict[str, str]) -> str:
             "on",
             f'<input id="f-on" name="on" list="instances" value="{esc(params.get("on", "trn1.32xlarge"))}"'
             ' autocomplete="off"{invalid}>'
-            '<datalist id="instances">' + "".join(f'<option value="{esc(i)}">' for i in instances) + "</datalist>",
+            '<datalist id="instances">'
+            + "".join(f'<option value="{esc(i)}">' for i in instances)
+            + "</datalist>",
             "INSTANCE or INSTANCExCOUNT, e.g. p5.48xlargex2",
             errors,
         ),
-        _field("task", _select("task", [("inference", "inference"), ("training", "training")], task), "", errors),
+        _field(
+            "task", _select("task", [("inference", "inference"), ("training", "training")], task), "", errors
+        ),
     ]
     defaults = {"input_len": "1024", "output_len": "256"}
     for name, _, kind, hint in _ESTIMATE_FIELDS:
         mode = "" if kind == "text" else ' inputmode="numeric"'
         value = esc(params.get(name, defaults.get(name, "")))
         parts.append(
-            _field(name, f'<input id="f-{name}" name="{name}"{mode} value="{value}"{{invalid}}>', hint, errors)
+            _field(
+                name, f'<input id="f-{name}" name="{name}"{mode} value="{value}"{{invalid}}>', hint, errors
+            )
         )
     options = [("", "best available"), *((o, o) for o in PURCHASE_OPTIONS)]
     engines = [("", "vendor default"), *((e, e) for e in sorted(load_stacks()))]
@@ -179,7 +189,11 @@ def _estimate_result(r: dict[str, Any]) -> str:
     experts = f" ep{r['ep']}" if (r.get("ep") or 1) > 1 else ""
     price = r.get("price") or {}
     rows = [
-        ["layout", esc(f"tp{r.get('tp')} pp{r.get('pp')}{experts} x{r.get('dp')} on {r.get('chips')} chips"), ""],
+        [
+            "layout",
+            esc(f"tp{r.get('tp')} pp{r.get('pp')}{experts} x{r.get('dp')} on {r.get('chips')} chips"),
+            "",
+        ],
         ["batch", num(r.get("batch"), ",d"), ""],
     ]
     for key, label, spec in (
@@ -197,9 +211,13 @@ def _estimate_result(r: dict[str, Any]) -> str:
     rows.append(["$ per month (730 h)", num(r.get("usd_per_month"), ",.0f"), ""])
     if r.get("usd_per_hour") is None and r.get("breakeven_usd_per_hour"):
         rows.append(["break-even $ per hour", num(r["breakeven_usd_per_hour"]), ""])
-    headline = '<div class="fit">' + table(["figure", "estimate", "p10-p90"], rows, numeric=[1, 2], caption="Headline") + "</div>"
+    headline = (
+        '<div class="fit">'
+        + table(["figure", "estimate", "p10-p90"], rows, numeric=[1, 2], caption="Headline")
+        + "</div>"
+    )
     price_line = (
-        f"<p class=\"small\">Price: ${num(price.get('usd_per_hour'))}/h {esc(price.get('option'))} "
+        f'<p class="small">Price: ${num(price.get("usd_per_hour"))}/h {esc(price.get("option"))} '
         f"{esc(price.get('region'))}, as of {esc(price.get('as_of'))}; source: {esc(price.get('source'))}.</p>"
         if price
         else '<p class="small">No public price for this instance: cost is unknown.</p>'
@@ -229,18 +247,25 @@ def _estimate_result(r: dict[str, Any]) -> str:
     # The library reports memory per unit: one GPU, or one NeuronCore where a chip has several.
     mem_table = (
         '<div class="fit">'
-        + table(["memory", "GiB"], mem_rows, numeric=[1], caption="Memory per unit (a GPU, or a NeuronCore), GiB")
+        + table(
+            ["memory", "GiB"], mem_rows, numeric=[1], caption="Memory per unit (a GPU, or a NeuronCore), GiB"
+        )
         + "</div>"
     )
     energy = r.get("energy") or {}
     if energy.get("known"):
         keys = [k for k, v in energy.items() if isinstance(v, int | float) and not isinstance(v, bool)]
-        energy_html = '<div class="fit">' + table(
-            ["energy", "value"],
-            [[esc(k.replace("_", " ")), num(energy[k], ",.4g")] for k in keys],
-            numeric=[1],
-            caption="Energy",
-        ) + "</div>" + "".join(f'<p class="small">{esc(s)}</p>' for s in energy.get("sources") or [])
+        energy_html = (
+            '<div class="fit">'
+            + table(
+                ["energy", "value"],
+                [[esc(k.replace("_", " ")), num(energy[k], ",.4g")] for k in keys],
+                numeric=[1],
+                caption="Energy",
+            )
+            + "</div>"
+            + "".join(f'<p class="small">{esc(s)}</p>' for s in energy.get("sources") or [])
+        )
     elif energy:
         energy_html = f"<p>Energy: unknown. {esc(energy.get('reason'))}</p>"
     else:
@@ -254,11 +279,11 @@ def _estimate_result(r: dict[str, Any]) -> str:
     )
     return (
         f'<section aria-label="Result"><h2>{esc(r.get("model"))} on '
-        f'{esc(r.get("count"))} x {esc(r.get("instance"))} ({esc(r.get("chip"))}, {esc(r.get("engine"))})</h2>'
+        f"{esc(r.get('count'))} x {esc(r.get('instance'))} ({esc(r.get('chip'))}, {esc(r.get('engine'))})</h2>"
         f"{headline}{price_line}<h2>Time</h2>{time_table if phases else '<p>No time breakdown.</p>'}"
         f"<h2>Memory</h2>{mem_table}"
         f"{'<h2>Energy</h2>' + energy_html if energy_html else ''}"
-        f"<h2>Assumptions</h2><ul class=\"small\">{assumptions}</ul>"
+        f'<h2>Assumptions</h2><ul class="small">{assumptions}</ul>'
         + (f'<p class="small">From your settings: {origins}.</p>' if origins else "")
         + "</section>"
     )
@@ -290,7 +315,9 @@ def estimate_page(request: Request) -> Response:
     if params.get("format") == "csv":
         return csv_response(result.to_dict(), "estimate.csv")
     data = plain(result.to_dict())
-    return _html(page(title, _estimate_form(params, {}) + _csv_link(request) + _estimate_result(data), "/estimate"))
+    return _html(
+        page(title, _estimate_form(params, {}) + _csv_link(request) + _estimate_result(data), "/estimate")
+    )
 
 
 # ----------------------------------------------------------------------------------------------- catalog
@@ -327,7 +354,9 @@ def catalog_page(request: Request) -> Response:
     title = "Catalog"
     try:
         if region is not None and region not in regions:
-            raise ProblemError(400, f"Region {region!r} has no prices in the catalog.", "pick one from the list.")
+            raise ProblemError(
+                400, f"Region {region!r} has no prices in the catalog.", "pick one from the list."
+            )
         if option is not None and option not in PURCHASE_OPTIONS:
             raise ProblemError(
                 400, f"Purchase option {option!r} is not one of {', '.join(PURCHASE_OPTIONS)}.", "pick one."
@@ -373,19 +402,38 @@ def catalog_page(request: Request) -> Response:
     base = f"/catalog?{esc(query)}&amp;" if query else "/catalog?"
     body = (
         _catalog_form(params, regions, families)
+        + '<div class="catalog">'
         + "<h2>Chips</h2>"
         + f'<p class="small"><a href="{base}format=csv&amp;table=chips">Download chips CSV</a></p>'
         + table(
-            ["chip", "name", "vendor", "family", "bf16 TFLOPS", "fp8 TFLOPS", "HBM GiB", "HBM TB/s", "status",
-             "as of", "source"],
-            chip_rows, numeric=[4, 5, 6, 7], caption=f"{len(chip_rows)} chips (dense peak)", sortable=True,
-        )  # fmt: skip
+            [
+                "chip",
+                "name",
+                "vendor",
+                "family",
+                "bf16 TFLOPS",
+                "fp8 TFLOPS",
+                "HBM GiB",
+                "HBM TB/s",
+                "status",
+                "as of",
+                "source",
+            ],
+            chip_rows,
+            numeric=[4, 5, 6, 7],
+            caption=f"{len(chip_rows)} chips (dense peak)",
+            sortable=True,
+        )
         + "<h2>Instances and prices</h2>"
         + f'<p class="small"><a href="{base}format=csv&amp;table=prices">Download prices CSV</a></p>'
         + table(
             ["instance", "chip", "chips", "region", "option", "$/hour", "as of", "source"],
-            price_rows, numeric=[2, 5], caption=f"{len(price_rows)} prices", sortable=True,
-        )  # fmt: skip
+            price_rows,
+            numeric=[2, 5],
+            caption=f"{len(price_rows)} prices",
+            sortable=True,
+        )
+        + "</div>"
     )
     return _html(page(title, body, "/catalog"))
 
@@ -429,7 +477,7 @@ def jobs_page(request: Request) -> Response:
     head = ["job", "kind", "file", "status", "progress", "ran", "time limit", "doing / why", "action"]
     body = (
         "<p>Long work (fleet sweeps, calibration fits) runs here one job at a time. A cancelled or "
-        "overdue job stops at its next progress report. <a href=\"/jobs\">Refresh</a>.</p>"
+        'overdue job stops at its next progress report. <a href="/jobs">Refresh</a>.</p>'
         + _csv_link(request)
         + (
             table(head, rows, caption="Newest first", sortable=True)
@@ -458,14 +506,18 @@ def _record(request: Request, raw: str) -> Any:
     try:
         record_id = int(raw)
     except ValueError:
-        raise ProblemError(404, f"No record {raw[:30]!r}: an id is a number.", "pick one from /history.") from None
+        raise ProblemError(
+            404, f"No record {raw[:30]!r}: an id is a number.", "pick one from /history."
+        ) from None
     if not 1 <= record_id <= 2**63 - 1:
         raise ProblemError(404, f"No record {record_id}.", "pick one from /history.")
     try:
         return actions.record(request.app.state.settings, record_id)
     except SilicaError as err:
         if "No record" in err.problem:
-            raise ProblemError(404, f"No record {record_id} in the store.", "pick one from /history.") from None
+            raise ProblemError(
+                404, f"No record {record_id} in the store.", "pick one from /history."
+            ) from None
         raise
 
 
@@ -494,13 +546,18 @@ def history_diff(request: Request, a: str = "", b: str = "") -> Response:
     if not a or not b:
         raise ProblemError(400, "Two records are needed.", "tick two records in /history and press Compare.")
     left, right = _record(request, a), _record(request, b)
-    fa = _flat({"kind": left.kind, "name": left.name, "created_at": str(left.created_at), **plain(left.payload)})
-    fb = _flat({"kind": right.kind, "name": right.name, "created_at": str(right.created_at), **plain(right.payload)})
+    fa = _flat(
+        {"kind": left.kind, "name": left.name, "created_at": str(left.created_at), **plain(left.payload)}
+    )
+    fb = _flat(
+        {"kind": right.kind, "name": right.name, "created_at": str(right.created_at), **plain(right.payload)}
+    )
     keys = list(dict.fromkeys([*fa, *fb]))
     changed = [k for k in keys if fa.get(k, ...) != fb.get(k, ...)]
     if request.query_params.get("format") == "csv":
         rows = [{"key": k, "a": fa.get(k), "b": fb.get(k), "changed": k in changed} for k in keys]
         return csv_response(rows, f"diff-{left.id}-{right.id}.csv")
+
     def cell(d: dict[str, Any], k: str) -> str:
         return esc(_short(d[k])) if k in d else "<em>absent</em>"
 
