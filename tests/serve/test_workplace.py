@@ -101,6 +101,8 @@ def test_estimate_errors_are_per_field_in_the_users_words(client: Any) -> None:
     assert errors["on"].startswith("Instance") and errors["input_len"].startswith("Input tokens")
     assert errors["batch"].startswith("Batch") and errors["option"].startswith("Purchase option")
     assert "input_len" not in " ".join(errors.values())  # labels, never internal names
+    training = client.get("/estimate?model=llama-3.1-8b&on=p5.48xlarge&task=training", headers=HTML)
+    assert "Sequence length is required for training." in training.text
     unknown = client.get("/estimate?model=llama-3.1-8b&on=zz9.huge", headers=HTML)
     assert unknown.status_code == 404 and 'role="alert"' in unknown.text
 

@@ -40,6 +40,8 @@ _ESTIMATE_FIELDS = (
     ("tp", "Tensor parallel (tp)", "int", "empty: chosen for you"),
     ("pp", "Pipeline parallel (pp)", "int", "empty: chosen for you"),
     ("ep", "Expert parallel (ep)", "int", "mixture-of-experts models only"),
+    ("seq_len", "Sequence length", "int", "training: required"),
+    ("tokens", "Training tokens", "float", "training: tokens per run"),
 )
 _LABELS = {
     "model": "Model",
@@ -88,12 +90,18 @@ def _estimate_values(params: dict[str, str]) -> tuple[dict[str, Any], dict[str, 
         try:
             values[name] = int(raw) if kind == "int" else float(raw)
         except ValueError:
-            errors[name] = f"{label}: {raw[:40]!r} is not a whole number."
+            what = "a whole number" if kind == "int" else "a number"
+            errors[name] = f"{label}: {raw[:40]!r} is not {what}."
     for name in ("option", "engine"):
         if params.get(name):
             values[name] = params[name]
     if values["task"] == "training":
         values.pop("input_len", None), values.pop("output_len", None)
+        if "seq_len" not in values and "seq_len" not in errors:
+            errors["seq_len"] = "Sequence length is required for training."
+    else:
+        for name in ("seq_len", "tokens"):  # training fields left filled in mean nothing here
+            values.pop(name, None)
     return values, errors
 
 
@@ -254,15 +262,20 @@ def _estimate_result(r: dict[str, Any]) -> str:
     )
     energy = r.get("energy") or {}
     if energy.get("known"):
-        keys = [k for k, v in energy.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+        keys = [
+            k
+            for k, v in energy.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and not k.endswith(("_low", "_high"))
+        ]
+        energy_rows = [
+            [esc(k.replace("_", " ")), num(energy[k], ",.4g"),
+             f"{num(energy.get(k + '_low'), ',.4g')}-{num(energy.get(k + '_high'), ',.4g')}"
+             if energy.get(k + "_low") is not None else ""]
+            for k in keys
+        ]  # fmt: skip
         energy_html = (
             '<div class="fit">'
-            + table(
-                ["energy", "value"],
-                [[esc(k.replace("_", " ")), num(energy[k], ",.4g")] for k in keys],
-                numeric=[1],
-                caption="Energy",
-            )
+            + table(["energy", "value", "p10-p90"], energy_rows, numeric=[1, 2], caption="Energy")
             + "</div>"
             + "".join(f'<p class="small">{esc(s)}</p>' for s in energy.get("sources") or [])
         )
