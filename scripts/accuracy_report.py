@@ -27,7 +27,7 @@ import numpy as np
 from silica.catalog import load_catalog
 from silica.perf.calibration import Calibration, FamilyParams, load_calibration
 from silica.validate.benchmarks import bundled_files, read_benchmarks
-from silica.validate.fit import band_coverage, leave_one_source_out
+from silica.validate.fit import band_coverage, held_out_hits, leave_one_source_out
 from silica.validate.predict import predict_rows, prepare
 
 ROOFLINE = FamilyParams(
@@ -61,6 +61,14 @@ def main() -> None:
     parser.add_argument(
         "--jobs", type=int, default=2, help="Sources refitted at once (leave-one-source-out); default 2."
     )
+    parser.add_argument(
+        "--loso",
+        type=Path,
+        default=None,
+        help="A .npy of leave-one-source-out predictions already computed by "
+        "silica.validate.fit.leave_one_source_out over the same rows in the same order (as "
+        "`silica calibrate` computes them for the bands); saves refitting every source again.",
+    )
     args = parser.parse_args()
 
     published = read_benchmarks(args.csv)
@@ -87,15 +95,25 @@ def main() -> None:
 
     # Leave one source out (the same function `silica calibrate` sizes the bands with).
     sources = sorted({r.source for r in rows})
-    loso_pred = leave_one_source_out(
-        prepared,
-        catalog,
-        shipped,
-        lambda s: print(f"  fitted without {s[:70]}", file=sys.stderr),
-        jobs=args.jobs,
-    )
+    if args.loso is not None:
+        loso_pred = np.load(args.loso)
+        if loso_pred.shape != (len(rows),):
+            sys.exit(
+                f"error: {args.loso} holds {loso_pred.shape} predictions for {len(rows)} rows; recompute it"
+            )
+    else:
+        loso_pred = leave_one_source_out(
+            prepared,
+            catalog,
+            shipped,
+            lambda s: print(f"  fitted without {s[:70]}", file=sys.stderr),
+            jobs=args.jobs,
+        )
     loso = _ape(loso_pred, measured)
     coverage = band_coverage(prepared, catalog, shipped, prepared.predict(shipped), loso_pred)
+    by_family: dict[str, list[bool]] = defaultdict(list)
+    for family, hit in held_out_hits(prepared, catalog, shipped, loso_pred):
+        by_family[family].append(hit)
     widen = float(shipped.extra.get("band_widening", 1.0))
     del sources
 
@@ -186,7 +204,26 @@ def main() -> None:
         f"Coverage is measured on the grown set ({len(rows_all)} rows). A well-sized 80% band covers "
         "about 80% out of sample; the target is 70-90%.",
         "",
+        "Out of sample, by chip family (each source predicted and banded without it):",
+        "",
+        "| family | rows | inside the p10-p90 band |",
+        "|---|---:|---:|",
+        *(f"| {family} | {len(hits)} | {np.mean(hits):.1%} |" for family, hits in sorted(by_family.items())),
+        "",
+        "Every band is also cut at the physical bounds: a time never below the phase's FLOPs at peak "
+        "compute or its bytes at peak HBM bandwidth, a rate never above them, training never above "
+        "100% MFU (`perf.calibration.clip_band`).",
+        "",
     ]
+    trn = [i for i, r in enumerate(rows_all) if r.chip.startswith(("trainium", "inferentia"))]
+    lines += ["AWS Trainium and Inferentia rows of the grown set, apart:", ""]
+    lines += ["| chip | rows | median APE (in-sample) | leave-one-source-out |", "|---|---:|---:|---:|"]
+    for chip in sorted({rows_all[i].chip for i in trn}):
+        mine = [i for i in trn if rows_all[i].chip == chip]
+        fit_c = [float(g_fit[i]) for i in mine if np.isfinite(g_fit[i])]
+        loso_c = [float(g_loso[i]) for i in mine if np.isfinite(g_loso[i])]
+        lines.append(f"| {chip} | {len(fit_c)} | {_median(fit_c)} | {_median(loso_c)} |")
+    lines.append("")
 
     table: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for i, r in enumerate(rows):
@@ -448,8 +485,13 @@ MoE terms live in `src/silica/perf/moe.py` and `src/silica/perf/kernels.py`; one
   dispatchers of Megatron-Bridge's DeepSeek-V3 and GPT-OSS recipes): (D - 1)(1 - (1 - 1/D)^top_k)
   copies over D instances. The slower of the two shares sets the time, plus
   `collective_latency_us` each.
-- Grouped GEMM: an expert's matmul sees tokens x top_k / E x max(ep / tp, 1) tokens and runs at the
-  efficiency the `compute_half_tokens` curve gives that many.
+- Experts touched: T tokens (T = the step's tokens x max(ep / tp, 1)) pick E (1 - (1 - k/E)^T)
+  distinct experts per MoE layer in expectation (uniform routing): k at batch 1, all E in a large
+  step. Only those experts' weights are read from HBM (per rank, their share under ep), so
+  small-batch MoE decode is bound by the bytes of its active experts.
+- Grouped GEMM: the T x top_k routed copies are spread over the touched experts only (a grouped
+  GEMM skips empty groups), so each touched expert's matmul sees T x k / touched >= 1 tokens and
+  runs at the efficiency the `compute_half_tokens` curve gives that many.
 - Router: 2 x tokens x d_model x E FLOPs per MoE layer.
 - Per-layer host work: `moe_layer_overhead_us` per MoE layer per pass on top of
   `layer_overhead_us` (top-k, the token-count copy a dropless dispatch waits for, permutes, one

@@ -80,7 +80,11 @@ def _rainier() -> list[str]:
         f"third-party estimate of 450-550 W): {p.peak_instance_w / 1e3:,.1f} kW per instance at peak, host included,",
         f"{per_mw:,.0f} chips per MW of facility power, {peak:,.0f} MW for the fleet at peak (band top {high:,.0f} MW)",
         f"at PUE {pue:g}. `silica fleet simulate examples/rainier.yaml --site-mw MW` reports MW by hour per policy",
-        "and refuses a budget below the peak in one line; `fleet plan --site-mw` does the same for the planned mix.",
+        "and refuses a budget below the file's peak in one line. `fleet plan --site-mw MW` chooses within the",
+        "budget: no pool is sized past what the site holds, a mix over it loses saying so, the cheapest mix",
+        "that fits wins, and its MW by hour (serving and training shares) comes with the plan; when nothing",
+        "fits it refuses in one line naming the closest mix (tests/fleet/test_power.py checks both on",
+        "examples/rainier.yaml: 100 MW holds no mix meeting its demand and deadlines, 400 MW does).",
     ]
 
 
@@ -168,12 +172,18 @@ def render() -> tuple[str, str]:
         "  assumptions; the table prints the same rows.",
         "- `silica compare ... --rank energy | carbon | tokens-per-mw`: ranks serving options by that figure",
         "  (chips without a power figure after the known ones); J/tok, tok/s/MW and kgCO2e/1M columns in",
-        "  every output format.",
-        "- `silica fleet simulate|plan FILE --site-mw MW [--pue P]`: MW drawn by hour, the peak, and a",
-        "  one-line refusal naming what fits when the peak exceeds the budget.",
+        "  every output format; the same columns and a tokens-per-MW chart on the web app's compare page.",
+        "- `silica fleet simulate|plan FILE --site-mw MW [--pue P]`: MW drawn by hour (serving and",
+        "  training shares), the peak; simulate refuses a file over the budget, plan chooses within it.",
         "- `silica claims`: the Trainium3 tokens-per-MW and energy-efficiency claims graded on these",
         "  figures; Inferentia2's performance per watt cannot be checked and gets the chip power at which",
         "  it would hold.",
+        "- `silica validate FILE`: rows measuring `energy_per_output_token_j` (chip energy) or",
+        "  `avg_gpu_power_w` (summed over the row's chips), in the validation schema or ML.ENERGY's own",
+        "  layout, predicted with this model and reported beside the performance metrics (their own",
+        "  median; the headline error stays performance-only).",
+        "- `silica pilot run --dcgm-url URL`: each step's GPU board power from a DCGM exporter and its",
+        "  measured J per output token (`measured_power` in the result).",
         "- `silica monitor report`: measured J per output token from DCGM board power beside the plan's",
         "  chip-only figure.",
         "",
@@ -206,6 +216,13 @@ def main() -> int:
             print("stale: " + ", ".join(stale) + "; run python scripts/energy_report.py", file=sys.stderr)
             return 1
         return 0
+    PARAMS.write_text(params, encoding="utf-8")
+    # The examples and the Rainier lines read the fitted fractions from the file just written: render
+    # once more with them, so one run leaves a doc that `--check` finds current.
+    from silica.perf.power import load_power
+
+    load_power.cache_clear()
+    params, doc = render()
     PARAMS.write_text(params, encoding="utf-8")
     DOC.write_text(doc, encoding="utf-8")
     print(doc)

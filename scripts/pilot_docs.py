@@ -35,8 +35,9 @@ def kit_block() -> str:
         lo, hi = first["bands"]["tpot_ms"]
         lines.append(
             f"{instance}: {dep.engine}, tp={dep.tp}, max-num-seqs={dep.max_batch}, max-model-len={dep.max_len}, "
-            f"steps {','.join(map(str, kit.plan.concurrency))}; at concurrency 1 TPOT {first['tpot_ms']:.1f} ms "
-            f"(band {lo:.1f}-{hi:.1f})"
+            f"steps {','.join(map(str, kit.plan.concurrency))} ({kit.plan.warmup_s:g} s warm-up, "
+            f"{kit.plan.duration_s:g} s steady, {kit.plan.cooldown_s:g} s cool-down); "
+            f"at concurrency 1 TPOT {first['tpot_ms']:.1f} ms (band {lo:.1f}-{hi:.1f})"
         )
     return "\n".join(lines)
 
@@ -70,6 +71,8 @@ def shots(out_dir: Path) -> None:
                     "1,2,4,8",
                     "--requests",
                     "8",
+                    "--duration",
+                    "0",
                 ],
                 [
                     "pilot",

@@ -13,7 +13,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "silica"
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "paths", "text", "jsonable", "_files", "_yaml", "__init__"}),
+    frozenset({"errors", "paths", "text", "jsonable", "_files", "_yaml", "limits", "__init__"}),
     frozenset({"catalog", "models", "config"}),
     frozenset({"results", "cost", "workload"}),
     frozenset({"perf", "context"}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +12,8 @@ from silica.catalog import is_reference_system, load_catalog
 from silica.errors import InfeasibleError, InputError
 from silica.perf.calibration import load_calibration
 from silica.plan import compare, estimate
+from silica.validate.benchmarks import read_benchmarks
+from silica.validate.fit import best_published_mfu
 from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
 
 CHAT = InferenceWorkload(input_len=1024, output_len=256)
@@ -166,9 +170,13 @@ def test_a_fixed_layout_larger_than_the_deployment_is_an_input_error() -> None:
 
 
 def test_training_mfu_stays_physical_and_prefers_fewer_instances_on_ties() -> None:
-    for model in ("gpt2", "llama-3.2-1b", "llama-3.1-8b"):
+    for model, seq in (
+        ("gpt2", 1024),
+        ("llama-3.2-1b", 4096),
+        ("llama-3.1-8b", 4096),
+    ):  # gpt2: 1,024 positions
         for inst in ("trn1.32xlarge", "p5.48xlarge", "trn2.48xlarge"):
-            r = estimate(model, TrainingWorkload(seq_len=4096, micro_batch=4), Deployment(inst))
+            r = estimate(model, TrainingWorkload(seq_len=seq, micro_batch=4), Deployment(inst))
             assert r.feasible and 0.05 < r.mfu < 0.85, (model, inst, r.mfu)
     tiny = compare("gpt2", TrainingWorkload(seq_len=1024, tokens=1e9))
     assert all(r.count <= 2 for r in tiny.results if r.feasible)  # a $10 run does not need a cluster
@@ -224,7 +232,7 @@ def test_a_training_mfu_beyond_every_published_measurement_says_it_extrapolates(
     wl = TrainingWorkload(seq_len=8192)
     r = estimate("llama-3.1-8b", wl, Deployment("trn2.48xlarge"))
     cal = load_calibration()
-    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["mfu"]
+    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["dense"]["mfu"]
     notes = [a for a in r.assumptions if a.startswith("extrapolates")]
     assert (r.mfu is not None and r.mfu > best) == bool(notes), (r.mfu, best, notes)
     assert notes and f"{best:.1%}" in notes[0]
@@ -232,7 +240,31 @@ def test_a_training_mfu_beyond_every_published_measurement_says_it_extrapolates(
 
 def test_a_training_mfu_within_the_published_range_carries_no_extrapolation_note() -> None:
     cal = load_calibration()
-    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["mfu"]
+    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["dense"]["mfu"]
     assert cal.mfu_check("neuron-v2", "bf16", best * 0.9) is None
     assert cal.mfu_check("neuron-v3", "bf16", best * 1.1) is not None  # inherited ceiling
     assert "no published fp8" in (cal.mfu_check("neuron-v2", "fp8", 0.1) or "")
+
+
+def test_a_dense_estimate_is_never_bounded_by_a_mixture_of_experts_row() -> None:
+    """Hopper's only bf16 training rows are MoE (GPT-OSS 120B, about 20% MFU): a dense Llama at 49%
+    is not "above the best published" of its kind; there is no dense bf16 row to compare with."""
+    cal = load_calibration()
+    moe = cal.extra["best_published_mfu"]["hopper"]["bf16"]["moe"]
+    dense_note = cal.mfu_check("hopper", "bf16", 0.49)
+    assert dense_note is not None and "no published bf16 training measurement of a dense model" in dense_note
+    moe_note = cal.mfu_check("hopper", "bf16", moe["mfu"] * 1.2, moe=True) or ""
+    assert f"{moe['mfu']:.1%}" in moe_note and moe["row"] in moe_note and moe["engine"] in moe_note
+    assert cal.mfu_check("hopper", "bf16", moe["mfu"] * 0.9, moe=True) is None
+
+
+def test_the_mfu_anchors_are_the_bundled_measurements_best() -> None:
+    """The shipped table is what `best_published_mfu` computes from the files calibration.json names."""
+    cal = load_calibration()
+    files = [f for f in cal.generated_by.split() if f.endswith(".csv")]
+    root = Path(__file__).resolve().parents[1]
+    paths = [(root / f).resolve() for f in files]
+    if not all(p.exists() for p in paths):
+        pytest.skip("a measurement file calibration.json names is not present")
+    rows = [r for p in paths for r in read_benchmarks(p)]
+    assert best_published_mfu(rows, load_catalog()) == cal.extra["best_published_mfu"]

@@ -86,7 +86,9 @@ def read_config(path: Path) -> dict[str, str]:
             raise DataFileError(
                 f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB.", "keep only the settings in it."
             )
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        from silica._files import parse_toml, read_text
+
+        data = parse_toml(read_text(path, "config file", "a config.toml saved as UTF-8"), path)
     except OSError as err:
         raise DataFileError(
             f"Cannot read {path}: {err.strerror}.", "fix its permissions or set SILICA_CONFIG."

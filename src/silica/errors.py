@@ -12,9 +12,27 @@ Interfaces catch `SilicaError` and print `str(err)`; anything else is a bug and 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
-__all__ = ["DataFileError", "InfeasibleError", "InputError", "SilicaError", "UnknownNameError"]
+__all__ = [
+    "DataFileError",
+    "InfeasibleError",
+    "InputError",
+    "SilicaError",
+    "UnknownNameError",
+    "mask_secrets",
+]
+
+
+# scheme://user:PASSWORD@host: the password part of any URL in a message.
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)([^@\s/]+)(@)")
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with the password of every URL in it replaced by ***: every error passes through here,
+    so a Prometheus or database URL typed with its password is never echoed back."""
+    return _URL_PASSWORD.sub(r"\1***\3", text)
 
 
 class SilicaError(Exception):
@@ -23,6 +41,7 @@ class SilicaError(Exception):
     exit_code = 2
 
     def __init__(self, problem: str, fix: str | None = None) -> None:
+        problem, fix = mask_secrets(problem), None if fix is None else mask_secrets(fix)
         self.problem = problem
         self.fix = fix
         super().__init__(f"{problem} To fix: {fix}" if fix else problem)

@@ -157,3 +157,20 @@ def test_advice_report_leads_with_a_summary_and_folds_each_workload() -> None:
         assert f'<details class="workload" id="w-{w.name}">' in rest
     # No bare "-" where a figure or the reason for its absence can be given.
     assert "<td>-</td>" not in html and '<td class="num">-</td>' not in html
+
+
+def test_advice_html_shows_each_chosen_options_energy() -> None:
+    """The per-family table carries the chosen estimate's power, J per token and carbon (plan.energy);
+    an option whose chip power is published nowhere says so, never shows a number."""
+    advice = example()
+    html = advice_html(advice, META)
+    assert "W / instance" in html and "kgCO2e / 1M out" in html
+    shown = 0
+    for a in advice.workloads:
+        for best in a.best.values():
+            o = best.option
+            e = o.estimate.energy if o is not None and o.estimate is not None else None
+            if e is not None and e.known and e.instance_power_w is not None:
+                assert f">{e.instance_power_w:,.0f}<" in html
+                shown += 1
+    assert shown > 0

@@ -2,7 +2,11 @@
 
 It speaks just enough of the OpenAI completions stream (`data: {...}` events, `data: [DONE]`) and
 misbehaves on purpose by model name: `slow` paces 20 events/s, `fail-after-N` answers HTTP 500 from request N+1 on, `stall`
-stops sending mid-stream and keeps the socket open, `cut` closes the socket mid-stream.
+stops sending mid-stream and keeps the socket open, `cut` closes the socket mid-stream, `short` ends
+normally after half the tokens asked (as vLLM does when --max-model-len leaves no room).
+
+It counts the completion requests in flight: `log` holds (perf_counter time, in flight) at every
+change, and `prompts` every prompt received, so tests can check what the load really was.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,6 +26,26 @@ class Server:
     def __init__(self) -> None:
         self.requests = 0
         self.port = 0
+        self.in_flight = 0
+        self.log: list[tuple[float, int]] = []
+        self.prompts: list[str] = []
+
+    def _flight(self, delta: int) -> None:
+        self.in_flight += delta
+        self.log.append((time.perf_counter(), self.in_flight))
+
+    def mean_in_flight(self, t0: float, t1: float) -> float:
+        """Time-weighted requests in flight between t0 and t1."""
+        total, level, last = 0.0, 0, t0
+        for t, n in self.log:
+            if t > t0:
+                total += level * (min(t, t1) - last)
+                last = min(t, t1)
+            if t >= t1:
+                break
+            level = n
+        total += level * max(0.0, t1 - last)
+        return total / (t1 - t0)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -31,6 +56,17 @@ class Server:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":")[1])
                 body = json.loads(await reader.readexactly(length)) if length else {}
+                if head.startswith(b"GET /metrics"):  # vLLM's gauge, as its /metrics exports it
+                    payload = (
+                        b"# TYPE vllm:num_requests_running gauge\n"
+                        b'vllm:num_requests_running{model_name="m"} %d\n' % self.in_flight
+                    )
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n%s"
+                        % (len(payload), payload)
+                    )
+                    await writer.drain()
+                    continue
                 if head.startswith(b"GET"):
                     payload = b'{"object":"list","data":[]}'
                     writer.write(
@@ -40,6 +76,7 @@ class Server:
                     await writer.drain()
                     continue
                 self.requests += 1
+                self.prompts.append(str(body.get("prompt", "")))
                 model = str(body.get("model", ""))
                 n = int(body.get("max_tokens", 16))
                 if model.startswith("fail-after-") and self.requests > int(model.rsplit("-", 1)[1]):
@@ -50,29 +87,41 @@ class Server:
                     )
                     await writer.drain()
                     continue
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                )
-                for i in range(n):
-                    if model in ("stall", "cut") and i == n // 2:
-                        if model == "cut":
-                            writer.close()
-                            return
-                        await asyncio.sleep(3600)
-                    writer.write(b"%x\r\n%s\r\n" % (len(_EVENT), _EVENT))
-                    if model == "slow":  # 20 tokens/s: long enough to press Ctrl-C mid-step
-                        await writer.drain()
-                        await asyncio.sleep(0.05)
-                    if i % 8 == 7:
-                        await writer.drain()
-                        await asyncio.sleep(0)
-                last = _LAST % (10, n)
-                writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
-                await writer.drain()
+                self._flight(+1)
+                try:
+                    if not await self._answer(writer, model, n):
+                        return
+                finally:
+                    self._flight(-1)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+
+    async def _answer(self, writer: asyncio.StreamWriter, model: str, n: int) -> bool:
+        """One streamed answer; False when the connection was closed on purpose."""
+        if model == "short":
+            n //= 2
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        for i in range(n):
+            if model in ("stall", "cut") and i == n // 2:
+                if model == "cut":
+                    writer.close()
+                    return False
+                await asyncio.sleep(3600)
+            writer.write(b"%x\r\n%s\r\n" % (len(_EVENT), _EVENT))
+            if model == "slow":  # 20 tokens/s: long enough to press Ctrl-C mid-step
+                await writer.drain()
+                await asyncio.sleep(0.05)
+            if i % 8 == 7:
+                await writer.drain()
+                await asyncio.sleep(0)
+        last = _LAST % (10, n)
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
+        await writer.drain()
+        return True
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from tests.pilot.conftest import run
 
+from silica.context import plan_context
 from silica.plan import estimate
 from silica.workload import Deployment, InferenceWorkload
 
@@ -55,6 +56,7 @@ def _tpot(model: str, instance: str, batch: int) -> tuple[float, str]:
         InferenceWorkload(input_len=24, output_len=12, batch=batch),
         Deployment(instance=instance),
         engine="vllm",
+        context=plan_context(),  # the user's overlay reaches a plan through the context, by name
     )
     assert e.tpot_ms is not None
     return e.tpot_ms, e.calibration
@@ -79,6 +81,8 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
         "1,2,4",
         "--requests",
         "6",
+        "--duration",
+        "0",
         "--tpot-slo-ms",
         "5000",
     )

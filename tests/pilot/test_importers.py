@@ -22,7 +22,9 @@ def test_guidellm_report_generated_by_guidellm() -> None:
     assert found.format == "guidellm"
     by = {r["metric"]: r for r in found.rows}
     assert by["ttft_ms"]["value"] == metrics["time_to_first_token_ms"]["successful"]["median"]
-    assert by["tpot_ms"]["value"] == metrics["time_per_output_token_ms"]["successful"]["median"]
+    # TPOT is the inter-token latency; time_per_output_token_ms includes TTFT (latency / tokens)
+    assert by["tpot_ms"]["value"] == metrics["inter_token_latency_ms"]["successful"]["median"]
+    assert by["tpot_ms"]["value"] < metrics["time_per_output_token_ms"]["successful"]["median"]
     assert by["output_tok_s"]["value"] == metrics["output_tokens_per_second"]["successful"]["mean"]
     assert by["ttft_ms"]["batch"] == 2  # concurrent@2
     assert by["ttft_ms"]["output_len"] == 16 and by["ttft_ms"]["input_len"] == 47
@@ -41,6 +43,10 @@ def test_vllm_bench_serve_result() -> None:
         25472 / 199
     )
     assert by["tpot_ms"]["model"] == "./Qwen2.5-VL-3B-Instruct"
+    # A --request-rate run (max_concurrency null) keeps its rate and gets the concurrency it measured:
+    # 0.973 req/s x (97.5 ms + 34.4 ms x 127) = 4.35 in flight.
+    assert by["tpot_ms"]["batch"] == 4
+    assert by["tpot_ms"]["run"].endswith("@rate=1")
 
 
 def test_nxdi_report_needs_its_shapes_and_reads_them(tmp_path: Path) -> None:

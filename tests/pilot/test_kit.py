@@ -62,14 +62,17 @@ def test_kit_carries_the_estimated_layout(
     wl = InferenceWorkload(input_len=512, output_len=128, seq_len=1024 if neuron else None)
     best = estimate("llama-3.1-8b", wl, Deployment(instance=instance))
     assert dep["tp"] == best.tp
-    assert dep["max_len"] == (1024 if neuron else 640)  # Neuron: the power-of-two bucket above 640
+    # 640 tokens asked, 32 of margin (BOS, template); Neuron: the power-of-two bucket above 672
+    assert dep["max_len"] == (1024 if neuron else 672)
     assert best.batch in plan["concurrency"]  # the load steps bracket the predicted capacity
     # The shell script, the SkyPilot run and the Kubernetes container start the same server command.
     script = (out / "launch.sh").read_text().splitlines()[-1]
     server = shlex.split(script.split("--entrypoint '' ")[1])[1:]
     assert server[0] in ("vllm", "python3", "trtllm-serve")
     assert _flag(server, tp_flag) == str(best.tp)
-    assert _flag(server, batch_flag) == str(max(plan["concurrency"]))
+    pred = json.loads((out / "prediction.json").read_text())
+    fits = [s["concurrency"] for s in pred["steps"] if s["feasible"]]
+    assert _flag(server, batch_flag) == str(max(fits)) == str(dep["max_batch"])
     assert _flag(server, len_flag) == str(dep["max_len"])
     assert "meta-llama/Llama-3.1-8B-Instruct" in server
     docs = list(yaml.safe_load_all((out / "k8s.yaml").read_text()))
@@ -80,7 +83,6 @@ def test_kit_carries_the_estimated_layout(
         ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu"): chips
     }
     # Every step has a prediction with its band.
-    pred = json.loads((out / "prediction.json").read_text())
     assert [s["concurrency"] for s in pred["steps"]] == plan["concurrency"]
     first = pred["steps"][0]
     lo, hi = first["bands"]["tpot_ms"]
@@ -141,3 +143,73 @@ def test_wrong_engine_for_the_chip_is_one_line(tmp_path: Path) -> None:
     )
     assert code == 2 and "Unknown engine 'vlm'" in err
     assert not (tmp_path / "k").exists()
+
+
+def _plan(tmp_path: Path, instance: str, *extra: str) -> tuple[Path, list[dict[str, object]]]:
+    out = tmp_path / instance
+    code, _, err = run("pilot", "plan", "llama-3.1-8b", "--on", instance, "--out", str(out), *extra)
+    assert code == 0, err
+    return out, list(yaml.safe_load_all((out / "k8s.yaml").read_text()))
+
+
+def test_kits_never_launch_a_batch_their_prediction_says_does_not_fit(tmp_path: Path) -> None:
+    for instance in ("g6e.xlarge", "inf2.xlarge"):
+        out, _ = _plan(tmp_path, instance)
+        pred = json.loads((out / "prediction.json").read_text())
+        too_big = [s["concurrency"] for s in pred["steps"] if not s["feasible"]]
+        assert too_big, "the default steps go past capacity, so the limit is exercised"
+        server = shlex.split((out / "launch.sh").read_text().splitlines()[-1].split("--entrypoint '' ")[1])
+        limit = int(_flag(server, "--max-num-seqs"))
+        assert limit < min(too_big)
+        assert limit == max(s["concurrency"] for s in pred["steps"] if s["feasible"])
+        plan = json.loads((out / "load_plan.json").read_text())
+        assert plan["duration_s"] == 60 and plan["warmup_s"] >= 15 and plan["cooldown_s"] >= 15
+
+
+def test_neuron_kits_pin_the_dlc_of_their_chip_generation(tmp_path: Path) -> None:
+    engines = load_engines()["vllm-neuron"]
+    for instance, chip, sdk in (
+        ("inf2.xlarge", "inferentia2", "sdk2.31.1"),
+        ("trn2.3xlarge", "trainium2", "sdk2.32.0"),
+    ):
+        out, docs = _plan(tmp_path, instance)
+        script = (out / "launch.sh").read_text()
+        container = docs[0]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+        assert ":latest" not in script and ":latest" not in container["image"]
+        assert container["image"] == engines.image_for(chip) and sdk in container["image"]
+        assert shlex.quote(container["image"]) in script
+        names = {e["name"]: e.get("value") for e in container["env"]}
+        skip = chip == "trainium2"  # the Trn2/Trn3 DLC path needs it (no EFA on trn2.3xlarge)
+        assert ("NEURON_SKIP_EFA_AFFINITY=1" in script) is skip
+        assert (names.get("NEURON_SKIP_EFA_AFFINITY") == "1") is skip
+        assert names["NEURON_COMPILED_ARTIFACTS"] == "/root/.cache/neuron"
+
+
+def test_k8s_manifest_waits_for_the_compile_and_has_shm_cache_and_requests(tmp_path: Path) -> None:
+    for instance, vendor_wait in (("inf2.xlarge", 1800), ("g6e.xlarge", 900)):
+        _, docs = _plan(tmp_path, instance)
+        pod = docs[0]["spec"]["template"]["spec"]  # type: ignore[index]
+        c = pod["containers"][0]
+        start = c["startupProbe"]
+        assert start["httpGet"]["path"] == "/health"
+        assert start["periodSeconds"] * start["failureThreshold"] >= vendor_wait
+        assert c["readinessProbe"]["httpGet"]["path"] == "/health"
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        assert {"/dev/shm", "/root/.cache/huggingface"} <= mounts
+        vols = {v["name"]: v for v in pod["volumes"]}
+        assert vols["shm"]["emptyDir"]["medium"] == "Memory"
+        req = c["resources"]["requests"]
+        assert req["cpu"] and req["memory"].endswith("Gi")
+        assert set(c["resources"]["limits"]) <= set(req)
+
+
+def test_the_engine_always_gets_a_hugging_face_id(tmp_path: Path) -> None:
+    out, _ = _plan(tmp_path, "g6e.xlarge")
+    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct " in (out / "launch.sh").read_text()
+    code, _, err = run("pilot", "plan", "nemotron-4-15b", "--on", "g6e.xlarge", "--out", str(tmp_path / "n"))
+    assert code == 2 and err.count("\n") == 1 and "--hf-model" in err
+    code, _, err = run(
+        "pilot", "plan", "nemotron-4-15b", "--on", "g6e.xlarge", "--out", str(tmp_path / "n"),
+        "--hf-model", "nvidia/Nemotron-4-15B",
+    )  # fmt: skip
+    assert code == 0, err

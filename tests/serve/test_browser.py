@@ -22,6 +22,9 @@ CHROMIUM = os.environ.get("SILICA_TEST_CHROMIUM", "")
 WIDTHS = {"desktop": 1400, "phone": 400}
 
 
+COST_CHART = 'svg.chart-wide[aria-labelledby="chart-title-w"]'  # the chart of the ranking cost
+
+
 def _need_browser() -> Any:
     try:
         from playwright.sync_api import sync_playwright
@@ -109,11 +112,11 @@ def test_compare_form_table_and_chart(browser: Any, site: str, shots: Path) -> N
     assert shown == [r["instance"] for r in ranked], "the table keeps the library's ranking"
     head = page.locator("table thead").inner_text()
     assert "instances" in head and "$/month" in head  # a load was given
-    bars = page.locator("svg.chart-wide rect.bar")
+    bars = page.locator(f"{COST_CHART} rect.bar")
     assert 1 <= bars.count() <= 12
-    assert page.locator("svg.chart-wide path.band").count() >= 1
+    assert page.locator(f"{COST_CHART} path.band").count() >= 1
     # The chart plots the cost that ranks the table, in the table's order, and marks the ties.
-    labels = page.eval_on_selector_all("svg.chart-wide text", "els => els.map(e => e.textContent)")
+    labels = page.eval_on_selector_all(f"{COST_CHART} text", "els => els.map(e => e.textContent)")
     charted = [t.split(" ")[-1] for t in labels if t.startswith("#")]
     assert charted == shown[: len(charted)], "bars follow the table's rank order"
     lead = httpx.post(
@@ -123,8 +126,10 @@ def test_compare_form_table_and_chart(browser: Any, site: str, shots: Path) -> N
         timeout=60,
     ).json()["ranked"]  # fmt: skip
     ties = [r["instance"] for r in lead[: len(charted)] if r["tie"]]
-    assert page.locator("svg.chart-wide rect.bar.tie").count() == len(ties)
+    assert page.locator(f"{COST_CHART} rect.bar.tie").count() == len(ties)
     assert sum(t.startswith("$") and t.endswith("tie with #1") for t in labels) == len(ties)
+    mw_bars = page.locator('svg.chart-wide[aria-labelledby="mw-title-w"] rect.bar')  # tokens per MW
+    assert 1 <= mw_bars.count() <= 12 and "J/out tok" in head and "out tok/s/MW" in head
     assert "trn2.48xlarge" in page.content()
     assert not errors, errors
     _check(page, "compare", shots)

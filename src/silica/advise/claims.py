@@ -176,9 +176,12 @@ def load_claims(path: Path | None = None) -> ClaimsFile:
 
 @functools.lru_cache(maxsize=2)
 def _load(path: Path) -> ClaimsFile:
+    from silica._files import read_text
+
+    text = read_text(path, "claims file", "a claims YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
         raise DataFileError(
             f"Cannot read claims file {path}: {err}.", "restore silica/data/claims.yaml."
         ) from None

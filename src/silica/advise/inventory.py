@@ -149,6 +149,25 @@ class Inventory:
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "inventory": self.raw}
 
+    def input_files(self) -> tuple[Path, ...]:
+        """Every file this inventory made Silica read: itself, its prices file, each scan file and
+        each model given as a path. A report written over any of them would destroy an input."""
+        base = self.path.parent
+        files = [self.path]
+        pricing = self.raw.get("pricing")
+        if isinstance(pricing, dict) and isinstance(pricing.get("prices"), str):
+            files.append(base / pricing["prices"])
+        for w in self.raw.get("workloads") or ():
+            if not isinstance(w, dict):
+                continue
+            constraints = w.get("constraints")
+            if isinstance(constraints, dict) and isinstance(constraints.get("scan"), str):
+                files.append(base / constraints["scan"])
+            model = w.get("model")
+            if isinstance(model, str) and Path(model).exists():
+                files.append(Path(model))
+        return tuple(files)
+
 
 def load_inventory(path: str | Path, context: PlanContext | None = None) -> Inventory:
     """Read and check an inventory; the first problem found raises `DataFileError` naming its line.

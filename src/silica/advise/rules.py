@@ -137,6 +137,10 @@ def _number(name: str, value: Any, where: str) -> float:
         raise InputError(f"{where}: {name} is a fraction in [0, 1], got {value}.", f"e.g. {name}=0.5.")
     if name in _SHARES and not 0 < value <= 1:
         raise InputError(f"{where}: {name} is a share in (0, 1], got {value}.", f"e.g. {name}=0.7.")
+    if name.endswith("_months"):  # a period divides savings: zero is a division by zero, not a rule
+        from silica.limits import check
+
+        check("months", value, f"{where}: {name}")
     return float(value)
 
 
@@ -147,10 +151,11 @@ def load_rules(path: Path | None = None) -> Rules:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: Path) -> Rules:
+    from silica._files import read_text
+
+    text = read_text(path, "rules file", "a decision-rules YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(f"Cannot read rules file {path}: {err.strerror}.", "check the path.") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise DataFileError(f"Rules file {path} is not valid YAML: {err}.", "fix the YAML.") from None
     if not isinstance(data, dict) or set(data) != {"version", "as_of", "thresholds", ARCHITECTURES, "rules"}:
@@ -219,6 +224,8 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
             raise InputError(
                 f"Bad --set {item!r}.", "write it as NAME=VALUE, e.g. --set max_payback_months=6."
             )
+        if name.strip() in out:
+            raise InputError(f"--set {name.strip()} is given twice.", "keep one of them.")
         try:
             out[name.strip()] = yaml.safe_load(text)
         except yaml.YAMLError:

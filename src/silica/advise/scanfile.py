@@ -12,7 +12,6 @@ migration estimate.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,18 +62,17 @@ class ScanSummary:
 
 def read_scan(path: Path) -> ScanSummary:
     fix = "point `scan:` at the output of `silica scan ... --json`."
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
-    except OSError as err:
-        raise DataFileError(f"Cannot read scan file {path}: {err.strerror}.", fix) from None
-    except UnicodeDecodeError as err:
-        raise DataFileError(f"Scan file {path} is not UTF-8 text (byte {err.start}).", fix) from None
-    except json.JSONDecodeError as err:
-        raise DataFileError(
-            f"Scan file {path}, line {err.lineno}: not valid JSON ({err.msg}).", fix
-        ) from None
-    except ValueError as err:  # NaN or Infinity, which JSON does not have
-        raise DataFileError(f"Scan file {path}: {err}.", fix) from None
+    from silica._files import parse_json, read_text
+
+    try:  # size, file kind, UTF-8, NaN, integer digits and nesting: one line each
+        data = parse_json(read_text(path, "scan file", "the output of `silica scan --json`"), path)
+    except DataFileError as err:
+        problem = err.problem
+        if problem.startswith("Cannot read "):
+            problem = "Cannot read scan file " + problem.removeprefix("Cannot read ")
+        else:
+            problem = f"Scan file {problem}"
+        raise DataFileError(problem, fix) from None
     if not isinstance(data, dict):
         raise DataFileError(f"Scan file {path} is not a JSON object.", fix)
     verdicts = data.get("target_verdicts")
@@ -114,10 +112,6 @@ def read_scan(path: Path) -> ScanSummary:
 
 def _weeks(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _failure(data: dict[str, Any]) -> str | None:

@@ -76,6 +76,10 @@ def keep_product(product: Any, known: Collection[str]) -> tuple[str, str] | None
 
 def read_offer(path: Path, known: Collection[str]) -> Offer:
     """The kept SKUs of the offer file at `path`, with their on-demand and reserved terms."""
+    from silica._files import file_kind, read_head
+
+    if file_kind(path) != "regular":  # streamed, not read whole: devices and folders refused first
+        read_head(path, 0, "offer file", "an AWS price-list offer file")
     try:
         handle = path.open(encoding="utf-8")
     except OSError as err:

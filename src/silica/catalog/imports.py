@@ -140,6 +140,9 @@ def import_skypilot_csv(path: Path, known: Collection[str] | None = None) -> lis
     known = _known(known)
     text = _read_text(path)
     reader = csv.DictReader(text.splitlines())
+    from silica._files import check_columns
+
+    check_columns(path, reader.fieldnames or [])
     missing = [c for c in SKYPILOT_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise DataFileError(
@@ -283,31 +286,29 @@ def _known(known: Collection[str] | None) -> Collection[str]:
 
 
 def _head(path: Path, size: int = 4096) -> str:
-    try:
-        with Path(path).open("rb") as handle:
-            raw = handle.read(size)
-    except OSError as err:
-        raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and its permissions."
-        ) from err
+    from silica._files import read_head
+
+    raw = read_head(path, size, "price file", "a JSON or CSV price file")
     if b"\x00" in raw:
         raise DataFileError(f"{path} is a binary file, not a price file.", "pass a JSON or CSV price file.")
     return raw.decode("utf-8", errors="replace")
 
 
 def _read_text(path: Path) -> str:
+    from silica._files import read_bytes
+
     try:
         size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise DataFileError(
-                f"{path} is {size / 2**20:,.0f} MiB; the limit for this format is {MAX_JSON_BYTES // 2**20} MiB.",
-                "filter the output to the instance types you use (e.g. --filters on instanceType).",
-            )
-        return path.read_text(encoding="utf-8")
-    except OSError as err:
+    except (OSError, ValueError):
+        size = 0
+    if size > MAX_JSON_BYTES:
         raise DataFileError(
-            f"Cannot read {path}: {err.strerror}.", "check the path and its permissions."
-        ) from err
+            f"{path} is {size / 2**20:,.0f} MiB; the limit for this format is {MAX_JSON_BYTES // 2**20} MiB.",
+            "filter the output to the instance types you use (e.g. --filters on instanceType).",
+        )
+    data = read_bytes(path, "price file", "a JSON or CSV price file", limit=MAX_JSON_BYTES)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise DataFileError(
             f"{path} is not UTF-8 text.", "pass the JSON or CSV file as the tool wrote it."
@@ -317,7 +318,9 @@ def _read_text(path: Path) -> str:
 def _json_values(path: Path) -> list[Any]:
     """One JSON value, a list of pages, or several values one after another."""
     text = _read_text(Path(path))
-    decoder = json.JSONDecoder()
+    from silica._files import MAX_NESTING, _depth, json_decoder
+
+    decoder = json_decoder(path)  # NaN, huge integers and overflowing floats: one line each
     values: list[Any] = []
     pos = 0
     while True:
@@ -336,6 +339,8 @@ def _json_values(path: Path) -> list[Any]:
             raise DataFileError(
                 f"{path}: JSON nested too deeply.", "pass the AWS CLI's output as it is."
             ) from None
+        if _depth(value) > MAX_NESTING:
+            raise DataFileError(f"{path}: JSON nested too deeply.", "pass the AWS CLI's output as it is.")
         values.extend(value if isinstance(value, list) else [value])
     if not values:
         raise DataFileError(f"{path} is empty.", "pass the AWS CLI's JSON output.")
@@ -344,10 +349,14 @@ def _json_values(path: Path) -> list[Any]:
 
 def _price_list_item(path: Path, item: Any) -> dict[str, Any]:
     if isinstance(item, str):  # the CLI and boto3 return each product as a JSON string
+        from silica._files import parse_json
+
         try:
-            item = json.loads(item)
-        except json.JSONDecodeError as err:
-            raise DataFileError(f"{path}: a PriceList entry is not valid JSON ({err.msg}).", None) from None
+            item = parse_json(item, "a PriceList entry", "the AWS CLI's get-products output")
+        except DataFileError as err:
+            raise DataFileError(
+                f"{path}: {err.problem.replace(' is not JSON: not', ' is not')}", None
+            ) from None
     if not isinstance(item, dict):
         raise DataFileError(f"{path}: a PriceList entry is a {type(item).__name__}, not a product.", None)
     return item

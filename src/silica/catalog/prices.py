@@ -104,7 +104,13 @@ def parse_price_overrides(
             )
         if name not in known:
             raise UnknownNameError("instance", name, known)
-        out[name] = usd
+        from silica.limits import check
+
+        if name in out:  # last-wins would hide a typo in one of them
+            raise InputError(
+                f"--price {name} is given twice ({out[name]:g} and {usd:g}).", "keep one of them."
+            )
+        out[name] = check("price_usd_per_hour", usd, f"--price {name}")
     return out
 
 

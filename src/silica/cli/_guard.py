@@ -10,6 +10,7 @@ the internal-error path.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -80,7 +81,9 @@ _PASSTHROUGH = _passthrough()
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    from silica.errors import mask_secrets
+
+    return mask_secrets(" ".join(text.split()))[:300]
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
@@ -107,6 +110,32 @@ def _usage_line(err: Any) -> str:
     path = getattr(ctx, "command_path", None) or "silica"
     message = _one_line(err.format_message()).rstrip(".")
     return f"error: {message}. To fix: see `{path} -h`.\n"
+
+
+# Operating-system refusals that are about the path or the disk the user gave, wherever they surface
+# (a `Path.exists()` on a 300-character name raises, it does not return False): one line, exit 2.
+_USER_ERRNOS = {
+    errno.ENAMETOOLONG: "give a shorter path (each name at most 255 bytes)",
+    errno.ELOOP: "a symbolic link points back to itself; point it at a real file",
+    errno.ENOSPC: "free some space, or write somewhere else",
+    errno.EROFS: "write somewhere writable",
+    errno.EDQUOT: "free some space, or write somewhere else",
+}
+
+
+def _user_fault(err: BaseException) -> str | None:
+    """The one line for an exception that is the user's input or environment, not a bug; else None."""
+    if isinstance(err, OSError) and err.errno in _USER_ERRNOS:
+        name = err.filename if isinstance(err.filename, str) else ""
+        shown = (name[:60] + "..." + name[-30:]) if len(name) > 100 else name
+        where = f" ({shown})" if shown else ""
+        return f"{err.strerror or err}{where}. To fix: {_USER_ERRNOS[err.errno]}."
+    if isinstance(err, ValueError) and "integer string conversion" in str(err):
+        return (
+            "A number with thousands of digits was given; no quantity Silica reads has more than 30. "
+            "To fix: write the number in its real size."
+        )
+    return None
 
 
 class GuardedGroup(TyperGroup):
@@ -153,6 +182,10 @@ class GuardedGroup(TyperGroup):
                 sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
             raise typer.Exit(0) from None
         except Exception as err:
+            user = _user_fault(err)
+            if user is not None:
+                sys.stderr.write(f"error: {_one_line(user)}\n")
+                raise typer.Exit(2) from None
             log = write_crash_log(err)
             where = f"the details are in {log}" if log else "no log file could be written"
             sys.stderr.write(

@@ -53,8 +53,10 @@ def register(app: typer.Typer) -> None:
         from silica.context import plan_context
         from silica.report import Meta
 
-        _check_targets(html, md, inputs=(inventory,))  # before the work: never over the inventory
+        _check_targets(html, md, inputs=(inventory,))  # before reading: never over the inventory
         inv = load_inventory(inventory, plan_context())
+        # Before the work: nor over a file the inventory names (its prices file, a scan file).
+        _check_targets(html, md, inputs=inv.input_files())
         with progress(f"advising on {len(inv.workloads)} workloads", not as_json):
             result = run(inv, settings=parse_settings(settings or []))
         from silica.report.page import price_facts
@@ -89,7 +91,7 @@ def register(app: typer.Typer) -> None:
         from silica.context import plan_context
         from silica.report import Meta
 
-        _check_targets(html, md, inputs=())  # before the work
+        _check_targets(html, md, inputs=(prices,))  # before the work: never over the prices file
         catalog = plan_context(prices=prices, price=price or None).catalog
         with progress("re-deriving the vendors' claims", not as_json):
             result = check_claims(ids, catalog=catalog)
@@ -180,13 +182,11 @@ def _same(a: Path, b: Path) -> bool:
     return os.path.abspath(a) == os.path.abspath(b) or a.resolve() == b.resolve()
 
 
-def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> None:
+def _check_targets(html: Path | None, md: Path | None, inputs: tuple[Path | None, ...]) -> None:
     """Refuse, before any work or store write, a report path that cannot be written or is an input."""
-    from silica._files import check_output
+    from silica._files import check_outputs
 
-    for path, option in ((html, "--html"), (md, "--md")):
-        if path is not None:
-            check_output(path, inputs=inputs, option=option)
+    check_outputs([("--html", html), ("--md", md)], inputs=inputs)
 
 
 def _write(reports: list[tuple[Path, str]]) -> None:

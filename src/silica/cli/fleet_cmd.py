@@ -190,8 +190,13 @@ def _power_listing(p: Any, policy: str) -> Listing:
         (
             Column("hour", lambda v: f"{v:g}", right=True, keep=True),
             Column("MW", _num, right=True, keep=True),
+            Column("serving MW", _num, right=True, drop=1),
+            Column("training MW", _num, right=True, drop=1),
         ),
-        [[h, mw] for h, mw in zip(p.hours, p.mw_by_hour, strict=True)],
+        [
+            list(row)
+            for row in zip(p.hours, p.mw_by_hour, p.serving_mw_by_hour, p.training_mw_by_hour, strict=True)
+        ],
         notes,
     )
 
@@ -227,8 +232,11 @@ def register(app: typer.Typer) -> None:
         from silica.report.fleet import write_fleet_report
         from silica.report.page import Meta
 
-        if html is not None:  # before the simulation: never over the fleet file
+        if html is not None:  # before the simulation: never over the fleet file or a file it names
+            from silica.fleet import load_fleet_file
+
             check_output(html, inputs=(fleet_file,), option="--html")
+            check_output(html, inputs=load_fleet_file(fleet_file).input_files(), option="--html")
         power = None
         if site_mw is not None or pue is not None:
             power = _site_check(fleet_file, site_mw, pue)
@@ -297,9 +305,10 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 f"--max-instances must be at least 1, got {max_instances}.", "e.g. --max-instances 1000."
             )
+        from silica.fleet.power import check_site_mw
+
+        check_site_mw(site_mw, pue)  # a bad flag is refused before the file is read
         catalog = plan_context(price=price or None).catalog  # --price over the user's price settings
-        if site_mw is not None or pue is not None:
-            _site_check(fleet_file, site_mw, pue)
         # Given but empty (`--instance ""`) stays an empty list, which plan_fleet refuses; absent is all.
         names = [n.strip() for v in instances for n in v.split(",") if n.strip()] if instances else None
         ff = load_fleet_file(fleet_file)
@@ -311,20 +320,15 @@ def register(app: typer.Typer) -> None:
                 policy=policy,
                 catalog=catalog,
                 max_instances=max_instances,
+                site_mw=site_mw,
+                pue=pue,
             )
-        if site_mw is None and pue is None:
-            emit(_plan_listing(plan), resolve_format(output, as_json), plan)
-            return
-        from silica.fleet.power import check_site_mw, plan_power
-
-        budget, site_pue = check_site_mw(site_mw, pue)
-        power = plan_power(ff, plan, catalog, pue=site_pue, site_mw=budget)
         fmt = resolve_format(output, as_json)
-        if fmt == "json":
-            print_json({**plan.to_dict(), "power": power.to_dict()})
+        if plan.power is None or fmt == "json":
+            emit(_plan_listing(plan), fmt, plan)
             return
         emit(_plan_listing(plan), fmt)
-        emit(_power_listing(power, plan.policy), fmt)
+        emit(_power_listing(plan.power, plan.policy), fmt)
 
     @fleet_app.command(
         "sweep",

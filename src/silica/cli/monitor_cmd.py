@@ -36,14 +36,15 @@ def parse_duration(value: str, option: str) -> float:
 def parse_time(value: str, option: str, now: float) -> float:
     """ISO 8601 (`2026-11-30T08:00:00Z`), epoch seconds, `now` or `now-6h`."""
     from silica.errors import InputError
+    from silica.limits import check
 
     text = value.strip()
     if text == "now":
         return now
     if text.startswith("now-"):
-        return now - parse_duration(text[4:], option)
+        return check("timestamp_s", now - parse_duration(text[4:], option), option)
     try:
-        return float(text)
+        return check("timestamp_s", float(text), option)  # inf, -1e308, milliseconds: one line
     except ValueError:
         pass
     try:
@@ -55,7 +56,7 @@ def parse_time(value: str, option: str, now: float) -> float:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)  # telemetry is kept in UTC; say so in the help
-    return parsed.timestamp()
+    return check("timestamp_s", parsed.timestamp(), option)
 
 
 def _plans(values: list[str]) -> list[Any]:
@@ -201,21 +202,42 @@ def register(app: typer.Typer) -> None:
             server.shutdown()
             server.server_close()
 
+    @monitor_app.command(
+        "rules",
+        epilog="Examples:\n\n  silica monitor rules --plan plan.json --out silica-rules.yml\n\n"
+        "  silica monitor rules --plan plan.json --ttft-slo-ms 800 --tpot-slo-ms 60 | promtool check rules /dev/stdin",
+    )
+    @handle_errors
+    def rules_cmd(
+        plan: list[str] = _PLAN,
+        out: Path | None = typer.Option(None, "--out", help="Write the rule file here (default: stdout)."),
+        ttft_slo_ms: float | None = typer.Option(
+            None, "--ttft-slo-ms", help="Alert when TTFT p99 is above it."
+        ),
+        tpot_slo_ms: float | None = typer.Option(
+            None, "--tpot-slo-ms", help="Alert when TPOT p99 is above it."
+        ),
+    ) -> None:
+        """Prometheus recording and alerting rules for the planned deployments (check with promtool)."""
+        from silica._files import write_text
+        from silica.monitor.rules import prometheus_rules
+
+        text = prometheus_rules(_plans(plan), ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms)
+        if out is None:
+            sys.stdout.write(text)
+            return
+        write_text(out, text)
+        typer.echo(f"wrote {out}")
+
     app.add_typer(monitor_app)
 
 
 def _targets(html: Path | None, md: Path | None, inputs: tuple[Path, ...]) -> list[tuple[Path, str]]:
-    from silica._files import check_output
-    from silica.errors import InputError
+    from silica._files import check_outputs
 
-    out = []
-    if html is not None and md is not None and html.resolve() == md.resolve():
-        raise InputError(f"--html and --md both name {html}.", "give the two reports different files.")
-    for path, kind in ((html, "html"), (md, "md")):
-        if path is not None:
-            check_output(path, inputs=inputs, option=f"--{kind}")
-            out.append((path, kind))
-    return out
+    # Never over an input, nor one report over the other (`/dev/null` twice is fine: written in place).
+    check_outputs([("--html", html), ("--md", md)], inputs=inputs)
+    return [(path, kind) for path, kind in ((html, "html"), (md, "md")) if path is not None]
 
 
 def _write_reports(result: Any, targets: list[tuple[Path, str]]) -> None:
@@ -267,7 +289,7 @@ def _print(result: Any) -> None:
     for d in result.deployments:
         for drift in d.drift:
             out.print(f"drift: {drift.describe()}")
-        for line in (*d.gaps, *d.missing):
+        for line in (*d.gaps, *d.resets, *d.missing):
             out.print(f"gap: {line}")
         measured = d.overall.chip_j_per_output_token
         if measured is not None:

@@ -35,14 +35,59 @@ def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
     return values
 
 
-def _write(path: Path, text: str) -> None:
+def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
     from silica.errors import InputError
 
+    if text is None:
+        return None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as err:
-        raise InputError(f"Cannot write {path}: {err.strerror}.", "choose a writable path.") from err
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise InputError(
+            f"{flag} {text!r} is not a comma-separated list of numbers.", f"pass e.g. {flag} 0.5,1,2."
+        ) from None
+    if not values:
+        raise InputError(f"{flag} is empty.", f"pass e.g. {flag} 0.5,1,2.")
+    return values
+
+
+def _write(path: Path, text: str) -> None:
+    """Through the one writing layer: atomic for a file, in place for `-` or /dev/null, one line on
+    failure (the path was checked against every input before the work started)."""
+    from silica._files import write_text
+
+    write_text(path, text)
+
+
+def _csv_beside(out: Path) -> Path | None:
+    """The CSV written beside a result JSON; none when the result goes to `-` or a device."""
+    from silica._files import file_kind, read_head
+    from silica.errors import InputError
+
+    if str(out) == "-" or file_kind(out) not in ("missing", "regular"):
+        return None
+    beside = out.with_suffix(".csv")
+    if beside == out:
+        raise InputError(
+            f"--out {out} ends in .csv; the CSV beside it would replace it.", "give --out x.json."
+        )
+    # Replace an earlier run's CSV, never a file of the user's.
+    if file_kind(beside) == "regular" and read_head(beside, len(_CSV_HEAD)) != _CSV_HEAD:
+        raise InputError(
+            f"--out {out} writes its CSV to {beside}, which exists and is not a pilot result CSV.",
+            "give --out another name, or move that file.",
+        )
+    return beside
+
+
+_CSV_HEAD = b"concurrency,requests,completed,failed,"  # how `pilot run`'s CSV begins
+
+
+def _kit_files(plan: Path | None) -> tuple[Path, ...]:
+    """The files of a kit folder a command reads (directly or through the plan): never an output."""
+    from silica.pilot.loadplan import PLAN_FILE, PREDICTION_FILE
+
+    return () if plan is None else (plan / PLAN_FILE, plan / PREDICTION_FILE)
 
 
 def _store(kind: str, name: str, payload: dict[str, Any]) -> None:
@@ -71,7 +116,10 @@ def plan_cmd(
     concurrency: str | None = typer.Option(
         None, "--concurrency", help="Load steps, e.g. 1,8,32 (default: around the predicted capacity)."
     ),
-    requests: int = typer.Option(64, "--requests", min=1, help="Requests per load step."),
+    requests: int = typer.Option(64, "--requests", min=1, help="Requests per step (with --duration 0)."),
+    duration: float = typer.Option(
+        60.0, "--duration", min=0, help="Steady window of each step in s (0: run --requests per step)."
+    ),
     hf_model: str | None = typer.Option(
         None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."
     ),
@@ -92,6 +140,7 @@ def plan_cmd(
         concurrency=_ints(concurrency, "--concurrency"),
         requests_per_step=requests,
         serve_model=hf_model,
+        duration_s=duration or None,
     )
     written = write_kit(kit, out)
     if as_json:
@@ -129,6 +178,30 @@ def run_cmd(
     read_timeout_s: float = typer.Option(
         60.0, "--read-timeout", help="Seconds without a byte before a stream counts as stopped."
     ),
+    duration: float | None = typer.Option(
+        None, "--duration", help="Run each step for this steady window (s); only its requests count."
+    ),
+    warmup: float | None = typer.Option(None, "--warmup", help="Seconds of load before the steady window."),
+    cooldown: float | None = typer.Option(
+        None, "--cooldown", help="Seconds of load after it, so its last requests finish at full load."
+    ),
+    rate: str | None = typer.Option(
+        None, "--rate", help="Open-loop steps in requests/s, e.g. 1,2,4 (needs --duration)."
+    ),
+    arrival: str | None = typer.Option(None, "--arrival", help="poisson (default) or constant arrivals."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the prompts and arrival times."),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="The model's tokenizer (folder or HF id): prompts exact in tokens."
+    ),
+    metrics_url: str | None = typer.Option(
+        None, "--metrics-url", help="The engine's Prometheus metrics (default: ENDPOINT/metrics)."
+    ),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the engine's metrics."),
+    dcgm_url: str | None = typer.Option(
+        None,
+        "--dcgm-url",
+        help="DCGM exporter /metrics URL (e.g. http://HOST:9400/metrics): record GPU power and J per token.",
+    ),
     no_store: bool = _NO_STORE,
     as_json: bool = _JSON,
 ) -> None:
@@ -137,20 +210,38 @@ def run_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from silica._files import check_outputs
     from silica.pilot.loadplan import default_plan, read_plan
-    from silica.pilot.runner import check_endpoint, run_plan
+    from silica.pilot.power import DcgmMeter
+    from silica.pilot.prompts import load_tokenizer
+    from silica.pilot.runner import check_endpoint, run_plan, steps_of
 
+    csv_out = _csv_beside(out)
+    # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
+    check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
+    dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
+    if dcgm is not None:
+        dcgm.check()
     load = read_plan(plan) if plan is not None else default_plan()
     steps = _ints(concurrency, "--concurrency")
+    rates = _floats(rate, "--rate")
     load = replace(
         load,
-        concurrency=steps or load.concurrency,
+        concurrency=steps or (() if rates else load.concurrency),
+        rates=rates or (() if steps else load.rates),
         requests_per_step=requests or load.requests_per_step,
         api=api or load.api,
         ignore_eos=load.ignore_eos and not no_ignore_eos,
+        # --requests alone asks for counted steps; --duration for timed ones
+        duration_s=duration if duration is not None else (None if requests else load.duration_s),
+        warmup_s=warmup if warmup is not None else load.warmup_s,
+        cooldown_s=cooldown if cooldown is not None else load.cooldown_s,
+        arrival=arrival or load.arrival,
+        seed=seed if seed is not None else load.seed,
     )
     load.__post_init__()
+    tok = load_tokenizer(tokenizer) if tokenizer else None
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -159,22 +250,42 @@ def run_cmd(
         console=_stderr(),
         transient=False,
     ) as bar:
-        tasks = [bar.add_task(f"concurrency {c}", total=load.requests_per_step) for c in load.concurrency]
+        timed = load.duration_s is not None
+        span = load.warmup_s + (load.duration_s or 0.0) + load.cooldown_s
+        tasks = [
+            bar.add_task(
+                f"rate {v:g}/s" if mode == "open" else f"concurrency {int(v)}",
+                total=int(span) if timed else load.requests_per_step,
+            )
+            for mode, v in steps_of(load)
+        ]
 
         def progress(index: int, done: int, total: int) -> None:
             bar.update(tasks[index], completed=done)
 
-        result = run_plan(endpoint, model, load, progress=progress, read_timeout_s=read_timeout_s)
+        result = run_plan(
+            endpoint,
+            model,
+            load,
+            progress=progress,
+            read_timeout_s=read_timeout_s,
+            tokenizer=tok,
+            metrics_url=None
+            if no_metrics
+            else (metrics_url or endpoint.rstrip("/").removesuffix("/v1") + "/metrics"),
+            dcgm=dcgm,
+        )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")
-    _write(out.with_suffix(".csv"), result.to_csv())
+    if csv_out is not None:
+        _write(csv_out, result.to_csv())
     if not no_store:
         _store("pilot", f"run {model}", payload)
     if as_json:
         print_json(payload)
     else:
         typer.echo(result.summary)
-        typer.echo(f"wrote {out} and {out.with_suffix('.csv')}")
+        typer.echo(f"wrote {out}" + (f" and {csv_out}" if csv_out is not None else ""))
     if result.stopped and not result.steps:
         raise typer.Exit(2)
 
@@ -217,8 +328,10 @@ def import_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Read a load-test report into rows of the benchmarks schema, engine, version and hardware filled in."""
+    from silica._files import check_outputs
     from silica.pilot.importers import import_report, rows_to_csv
 
+    check_outputs([("--out", out)], inputs=(file,))  # `import x.json --out x.json` would destroy x.json
     found = import_report(
         file,
         instance=instance,
@@ -261,9 +374,11 @@ def compare_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Measured against predicted per step, with the band, a verdict and what it changes for advise."""
+    from silica._files import check_outputs
     from silica.pilot.compare import compare_pilot
     from silica.pilot.loadplan import PREDICTION_FILE, read_json
 
+    check_outputs([("--html", html)], inputs=(results, *_kit_files(plan)))
     result = read_json(results, "pilot result")
     prediction = read_json(plan / PREDICTION_FILE, "prediction") if plan is not None else None
     cmp = compare_pilot(result, prediction, str(results))
@@ -286,6 +401,7 @@ def compare_cmd(
         pred = f"{k.predicted:.4g}" if k.predicted is not None else "-"
         typer.echo(
             f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
+            + (f" ({k.why})" if k.why else "")
         )
     if html is not None:
         typer.echo(f"wrote {html}")
@@ -304,6 +420,12 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
     )
     bound = f" (at its bound: {', '.join(entry['at_bound'])})" if entry["at_bound"] else ""
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
+    for name, why in entry.get("why", {}).items():
+        typer.echo(f"  {name}: {why}")
+    typer.echo(
+        f"  applies to estimates on {entry['family']} with --engine {entry['engine']} "
+        f"(e.g. silica estimate MODEL --on INSTANCE --engine {entry['engine']})"
+    )
     if out is not None:
         typer.echo(f"  estimates use it when SILICA_CALIBRATION_OVERLAY={out}")
 

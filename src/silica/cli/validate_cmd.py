@@ -134,8 +134,16 @@ def _print(report: object) -> None:
         f"{r['predicted']} of {r['rows']} rows predicted ({r['skipped']} skipped); "
         f"median APE {med:.1%}, p90 {r['p90_ape']:.1%}"
         if med is not None
-        else "no row could be predicted"
+        else "no performance row could be predicted"
     )
+    e = r["energy"]
+    if e["rows"]:
+        out.print(
+            f"energy and power: {e['n']} of {e['rows']} rows predicted; median APE {e['median_ape']:.1%}, "
+            f"p90 {e['p90_ape']:.1%} ({e['model']})"
+            if e["n"]
+            else f"energy and power: none of {e['rows']} rows could be predicted"
+        )
     for key in ("by_chip", "by_metric"):
         table = Table(title=key.replace("_", " "))
         table.add_column(key[3:])

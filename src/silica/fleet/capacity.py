@@ -210,9 +210,12 @@ def _relative_speeds(
     chips = {get_instance(catalog, i).chip for i in trainable}
     if model is None or workload is None:
         if chips != {ref_chip}:
+            others = ", ".join(sorted(chips - {ref_chip}))
             raise InputError(
-                f"Training jobs could run on {', '.join(sorted(chips))}, whose speeds differ.",
-                "set training.model (and seq_len) so the performance model can compare them.",
+                f"the training jobs' hours are on {ref_chip} ({ref}), but they could also run on {others}, "
+                "and without a training model their speeds cannot be compared.",
+                f"set training.model (and seq_len) so the performance model can compare them, or plan over "
+                f"{ref_chip} instances only (e.g. --instance {ref}).",
             )
         return [1.0 if t else None for t in trains]
     ref_speed = training_speed(model, workload, ref)

@@ -24,6 +24,7 @@ from silica.catalog.schema import Catalog
 from silica.errors import InfeasibleError, InputError
 from silica.fleet.capacity import Pool, Purchase, price_of
 from silica.fleet.policies import Policy
+from silica.fleet.power import FleetPower, SiteBudget, check_site_mw, plan_power
 from silica.fleet.scenario import build_fleet, check_instances, make_policies
 from silica.fleet.simulate import Fleet, FleetRun, earliest_finish_h, run_policy
 from silica.fleet.sizing import (
@@ -62,9 +63,10 @@ class FleetPlan:
     best: Candidate
     runners_up: tuple[Candidate, ...]
     assumptions: tuple[str, ...] = ()
+    power: FleetPower | None = None  # the best mix's MW by hour, when a site budget or PUE was given
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "target_slo_attainment": self.target,
             "policy": self.policy,
             "horizon_hours": self.horizon_hours,
@@ -72,6 +74,9 @@ class FleetPlan:
             "runners_up": [c.to_dict() for c in self.runners_up],
             "assumptions": list(self.assumptions),
         }
+        if self.power is not None:
+            out["power"] = self.power.to_dict()
+        return out
 
 
 def _candidates(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candidate]:
@@ -101,10 +106,15 @@ def _candidates(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[
                 )
                 continue
 
+            unpowered = pl.unpowered(name)
+            if unpowered is not None:
+                out.append(Candidate(label, policy.name, (), False, {}, unpowered))
+                continue
+
             def make(n: int, name: str = name, buy: Purchase = buy) -> Fleet:
                 return pl.fleet([(name, buy, n)])
 
-            n, run, tried = pl.size(make, pl.start(name, buy, True), policy, pl.ok)
+            n, run, tried = pl.size(make, pl.start(name, buy, True), policy, pl.ok, pl.cap(name))
             pools = pools_out(make(tried))
             if n is None:
                 out.append(failed(pl, label, policy.name, run, pools))
@@ -114,7 +124,13 @@ def _candidates(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[
             out.append(Candidate(label, policy.name, pools, True, summary(run)))
     out += _pairs(pl, names, purchases)
     out += _bursts(pl, reserved_size, purchases)
-    return out
+    return [_within_site(pl, c) for c in out]
+
+
+def _within_site(pl: Sizer, c: Candidate) -> Candidate:
+    """A mix that meets the goal but not the site's power budget loses, saying so."""
+    why = pl.over_budget(c.pools) if c.meets else None
+    return c if why is None else replace(c, meets=False, why_lost=f"meets the goal but {why}")
 
 
 def _per_unit(pl: Sizer, name: str, buy: Purchase, training: bool) -> float:
@@ -142,6 +158,8 @@ def _pairs(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candi
     train = sorted(
         (n for n in names if pl.templates[(n, buy)].train_speed), key=lambda n: _per_unit(pl, n, buy, True)
     )
+    # Under a site budget, only types whose power is known can be shown to fit (singles say why not).
+    serve, train = [n for n in serve if not pl.unpowered(n)], [n for n in train if not pl.unpowered(n)]
     out = []
 
     def serves(run: FleetRun) -> bool:
@@ -152,7 +170,7 @@ def _pairs(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candi
         def alone(n: int, s: str = s) -> Fleet:
             return pl.fleet([(s, buy, n)], jobs=False)
 
-        n_s, run_s, tried_s = pl.size(alone, pl.start(s, buy, False), pl.policy, serves)
+        n_s, run_s, tried_s = pl.size(alone, pl.start(s, buy, False), pl.policy, serves, pl.cap(s))
         for t in train[:PAIR_TOP]:
             if t == s:
                 continue
@@ -164,7 +182,7 @@ def _pairs(pl: Sizer, names: list[str], purchases: list[Purchase]) -> list[Candi
             def make(n: int, s: str = s, t: str = t, n_s: int = n_s) -> Fleet:
                 return pl.fleet([(s, buy, n_s), (t, buy, n)])
 
-            n_t, run, tried = pl.size(make, pl.train_start(t, buy), pl.policy, pl.ok)
+            n_t, run, tried = pl.size(make, pl.train_start(t, buy), pl.policy, pl.ok, pl.cap(t, [(s, n_s)]))
             pools = pools_out(make(tried))
             out.append(
                 Candidate(label, pl.policy.name, pools, True, summary(run))
@@ -222,17 +240,23 @@ def _rank(pl: Sizer, found: list[Candidate]) -> tuple[Candidate, list[Candidate]
             default=None,
         )
         hint = f" Closest: {close.label} ({close.why_lost or 'unpriced'})." if close else ""
+        site = "" if pl.site is None else f" inside the {pl.site.site_mw:g} MW site (PUE {pl.site.pue:g})"
         unpriced = [c.label for c in found if c.meets]
         extra = f" {', '.join(unpriced)} would meet it but have no price." if unpriced else ""
         fix = "lower --target, relax deadlines, add instance types (--instances), or give prices (--price)."
-        if any(at_limit(pl, c.pools) for c in found if not c.meets):
+        if pl.site is not None:
+            fix = (
+                "raise --site-mw, lower --target or the demand, relax deadlines, or add instance types that "
+                + ("draw less per token (--instances).")
+            )
+        elif any(at_limit(pl, c.pools) for c in found if not c.meets):
             fix = (
                 f"check the demand's peak and units: meeting it needs more than {pl.max_instances:,} "
                 "instances per pool (raise --max-instances if that is right); or " + fix
             )
         raise InfeasibleError(
             f"No fleet mix meets {pct(pl.target)} SLO attainment and every training deadline "
-            f"over {pl.horizon_h:g} h.{hint}{extra}",
+            f"over {pl.horizon_h:g} h{site}.{hint}{extra}",
             fix,
         )
     best = priced[0]
@@ -289,8 +313,15 @@ def plan_fleet(
     policy: str | None = None,
     catalog: Catalog | None = None,
     max_instances: int | None = None,
+    site_mw: float | None = None,
+    pue: float | None = None,
 ) -> FleetPlan:
     """The cheapest mix of `instances` meeting `target` SLO attainment and every deadline.
+
+    With `site_mw`, only mixes whose peak facility power (at `pue`, default the power data's) fits
+    the site are chosen: pools are sized no larger than the site holds, a mix over it loses saying
+    so, and if none fits that is an InfeasibleError. With `site_mw` or `pue`, the plan carries the
+    best mix's MW by hour (`power`), simulated again under its policy.
 
     No pool grows past `max_instances` (default: the file's plan.max_instances, else
     DEFAULT_MAX_INSTANCES, 1,000,000); a goal that needs more is an InfeasibleError saying so.
@@ -327,8 +358,13 @@ def plan_fleet(
         )
     limit = max_instances if max_instances is not None else spec.max_instances if spec else None
     _check_deadlines(base, templates)
-    planner = Sizer(base, templates, pol, goal, limit)
+    budget, site_pue = check_site_mw(site_mw, pue)
+    site = None if budget is None else SiteBudget(catalog, budget, site_pue)
+    planner = Sizer(base, templates, pol, goal, limit, site)
     best, rest = _rank(planner, _candidates(planner, names, buys))
+    power = None
+    if site_mw is not None or pue is not None:
+        power = plan_power(ff, best.pools, best.policy, catalog, pue=site_pue, site_mw=budget)
     return FleetPlan(
         target=goal,
         policy=pol.name,
@@ -339,5 +375,13 @@ def plan_fleet(
             *base.assumptions,
             "sizes are the fewest instances meeting the goal, found by simulation (doubling, then bisection to 0.5%)",
             "costs are instance-hours billed over the horizon x price; reserved is billed every hour",
+            *(
+                ()
+                if site is None
+                else (
+                    f"only mixes whose peak draw fits the {budget:g} MW site at PUE {site_pue:g} are chosen",
+                )
+            ),
         ),
+        power=power,
     )

@@ -25,7 +25,7 @@ from silica.catalog.schema import Catalog
 from silica.errors import InputError
 from silica.perf.power import chip_watts, load_power
 
-__all__ = ["FleetPower", "PoolPower", "check_site_mw", "fleet_power", "pool_power", "site_cap"]
+__all__ = ["FleetPower", "PoolPower", "SiteBudget", "check_site_mw", "fleet_power", "pool_power", "site_cap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,8 @@ class FleetPower:
     peak_mw_high: float
     hours: tuple[float, ...]  # start of each hour
     mw_by_hour: tuple[float, ...]  # mean facility MW in that hour (simulated)
+    serving_mw_by_hour: tuple[float, ...]  # of which chips serving inference (with their host share)
+    training_mw_by_hour: tuple[float, ...]  # of which chips training
     mean_mw: float
     energy_mwh: float  # over the horizon
     fits: bool | None  # None when no budget was given
@@ -112,7 +114,16 @@ class FleetPower:
             "mean_mw": self.mean_mw,
             "energy_mwh": self.energy_mwh,
             "fits": self.fits,
-            "mw_by_hour": [{"hour": h, "mw": mw} for h, mw in zip(self.hours, self.mw_by_hour, strict=True)],
+            "mw_by_hour": [
+                {"hour": h, "mw": mw, "serving_mw": s, "training_mw": t}
+                for h, mw, s, t in zip(
+                    self.hours,
+                    self.mw_by_hour,
+                    self.serving_mw_by_hour,
+                    self.training_mw_by_hour,
+                    strict=True,
+                )
+            ],
             "pools": list(self.pools),
             "assumptions": list(self.assumptions),
         }
@@ -142,6 +153,41 @@ def refuse_over_budget(
         f"site; {site_mw:g} MW holds at most {fits} on its own.",
         "shrink the pools (or raise --site-mw).",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SiteBudget:
+    """A site's facility power budget as the planner uses it: the peak MW of a mix, and how many more
+    instances of a type fit beside pools already chosen. A chip without a published power figure has
+    no peak (None): a mix with it cannot be shown to fit, so the planner does not choose it."""
+
+    catalog: Catalog
+    site_mw: float
+    pue: float
+
+    def peak_mw(self, pools: Sequence[tuple[str, int]]) -> float | None:
+        try:
+            return peak_of(self.catalog, [(i, n) for i, n in pools if n > 0], self.pue)[0]
+        except InputError:
+            return None
+
+    def cap(self, instance: str, beside: Sequence[tuple[str, int]] = ()) -> int | None:
+        """The most instances of `instance` that fit beside `beside`; None when a chip's power is unknown."""
+        used = self.peak_mw(beside)
+        if used is None or self.peak_mw([(instance, 1)]) is None:
+            return None
+        per = pool_power(self.catalog, instance).peak_instance_w * self.pue
+        return max(0, int((self.site_mw - used) * 1e6 // per))
+
+    def over(self, pools: Sequence[tuple[str, int]]) -> str | None:
+        """Why a mix does not fit the site (None when it fits)."""
+        peak = self.peak_mw(pools)
+        if peak is None:
+            unknown = sorted({i for i, _ in pools if self.peak_mw([(i, 1)]) is None})
+            return f"no published chip power for {', '.join(unknown)}, so it cannot be shown to fit the site"
+        if peak > self.site_mw:
+            return f"draws {peak:,.1f} MW at peak (PUE {self.pue:g}), over the {self.site_mw:g} MW site"
+        return None
 
 
 def fleet_power(
@@ -177,10 +223,14 @@ def fleet_power(
     idle = np.maximum(fleet - serving - training, 0.0) + np.maximum(
         chips - fleet, 0.0
     )  # unbilled chips stay racked
-    mw = (serving * serving_w + training * training_w + idle * idle_w) * pue / 1e6
+    serving_mw, training_mw = serving * serving_w * pue / 1e6, training * training_w * pue / 1e6
+    mw = serving_mw + training_mw + idle * idle_w * pue / 1e6
     hour = np.floor(t_h).astype(np.int64)
     hours = np.unique(hour)
-    by_hour = [float(mw[hour == h].mean()) for h in hours]
+
+    def by_hour(x: np.ndarray[Any, np.dtype[np.float64]]) -> tuple[float, ...]:
+        return tuple(float(x[hour == h].mean()) for h in hours)
+
     step_h = float(t_h[1] - t_h[0]) if len(t_h) > 1 else 1.0
     peak, high = peak_of(catalog, [(pp.instance, n) for pp, n in powers], pue)
     data = load_power()
@@ -190,7 +240,9 @@ def fleet_power(
         peak_mw=peak,
         peak_mw_high=high,
         hours=tuple(float(h) for h in hours),
-        mw_by_hour=tuple(by_hour),
+        mw_by_hour=by_hour(mw),
+        serving_mw_by_hour=by_hour(serving_mw),
+        training_mw_by_hour=by_hour(training_mw),
         mean_mw=float(mw.mean()) if len(mw) else 0.0,
         energy_mwh=float(mw.sum() * step_h),
         fits=None if site_mw is None else peak <= site_mw,
@@ -230,21 +282,22 @@ def simulation_power(
 
 
 def plan_power(
-    ff: Any, plan: Any, catalog: Catalog, *, pue: float, site_mw: float | None = None
+    ff: Any,
+    pools: Sequence[Mapping[str, Any]],
+    policy: str,
+    catalog: Catalog,
+    *,
+    pue: float,
+    site_mw: float | None = None,
 ) -> FleetPower:
-    """The best mix of a `FleetPlan` simulated again under its policy, as MW by hour; refused (one
-    line) when its peak exceeds `site_mw`."""
+    """A planned mix (`Candidate.pools`) simulated again under `policy`, as MW by hour."""
     from silica.fleet.scenario import build_fleet, make_policies
     from silica.fleet.simulate import run_policy
     from silica.fleet.spec import PoolSpec
 
-    pools = [(str(p["instance"]), int(p["count"])) for p in plan.best.pools]
-    if site_mw is not None:
-        refuse_over_budget(catalog, pools, site_mw, pue)
     specs = [
-        PoolSpec(instance=str(p["instance"]), count=int(p["count"]), purchase=p["purchase"])
-        for p in plan.best.pools
+        PoolSpec(instance=str(p["instance"]), count=int(p["count"]), purchase=p["purchase"]) for p in pools
     ]
     fleet = build_fleet(ff, catalog=catalog, pools=specs, pools_loc=("plan", "instances"))
-    run = run_policy(fleet, make_policies(ff, [plan.policy])[0])
+    run = run_policy(fleet, make_policies(ff, [policy])[0])
     return fleet_power(catalog, [p.to_dict() for p in fleet.pools], run.series, pue=pue, site_mw=site_mw)

@@ -314,6 +314,23 @@ def make_policies(ff: FleetFile, names: Sequence[str] | None = None) -> list[Pol
     return out
 
 
+def _reference(ff: FleetFile, catalog: Catalog) -> str | None:
+    """The instance the jobs' `hours` are measured on: `training.reference_instance`, else the file's
+    first pool that trains. The planner and the sweep replace the pools, so without this default the
+    jobs' hours would silently be read on whichever candidate came first."""
+    from silica.fleet.capacity import can_train
+
+    training = ff.spec.training
+    if training is not None and training.reference_instance is not None:
+        return training.reference_instance
+    trains = (
+        p.instance
+        for p in ff.spec.pools
+        if p.instance in catalog.instances and p.train is not False and can_train(catalog, p.instance)
+    )
+    return next(trains, None)
+
+
 def build_fleet(
     ff: FleetFile,
     *,
@@ -365,7 +382,7 @@ def build_fleet(
             training_workload=None
             if training is None or training.model is None
             else TrainingWorkload(training.seq_len),
-            reference_instance=None if training is None else training.reference_instance,
+            reference_instance=_reference(ff, catalog),
             region=spec.region,
             has_jobs=bool(jobs),
         )

@@ -15,6 +15,7 @@ from typing import Any
 from silica.errors import InputError
 from silica.fleet.capacity import Pool, Purchase
 from silica.fleet.policies import Policy
+from silica.fleet.power import SiteBudget
 from silica.fleet.simulate import Fleet, FleetRun, run_policy
 
 __all__ = ["DEFAULT_MAX_INSTANCES", "Candidate", "Sizer", "failed", "pct", "pools_out", "summary"]
@@ -72,6 +73,7 @@ class Sizer:
         policy: Policy,
         target: float,
         limit: int | None,
+        site: SiteBudget | None = None,
     ) -> None:
         self.base = base
         self.templates = templates
@@ -79,6 +81,7 @@ class Sizer:
         if limit is not None and limit < 1:
             raise InputError(f"max_instances must be at least 1, got {limit}.", "e.g. --max-instances 1000.")
         self.target = target
+        self.site = site  # a power envelope: no pool is sized past what the site holds
         self.limit = limit
         self.max_instances = limit if limit is not None else DEFAULT_MAX_INSTANCES  # per pool
         self.need = float(base.demand.output_tokens_per_s.max(initial=0.0)) * (1 + policy.headroom)
@@ -110,11 +113,38 @@ class Sizer:
             n = math.ceil(self.need / t.replica_tokens_per_s) * t.instances_per_replica
         return max(n, self.train_start(instance, purchase)) if training else max(1, n)
 
+    def cap(self, instance: str, beside: Sequence[tuple[str, int]] = ()) -> int | None:
+        """The most instances of `instance` the site's power holds beside `beside` (None: no budget).
+
+        A chip whose power is unpublished gets no cap here; `over_budget` turns such a mix down."""
+        return None if self.site is None else self.site.cap(instance, beside)
+
+    def unpowered(self, *names: str) -> str | None:
+        """Under a budget, why a mix of `names` cannot be chosen without sizing it: a chip whose power
+        is published nowhere cannot be shown to fit (None when every chip's power is known)."""
+        if self.site is None:
+            return None
+        return self.site.over([(n, 1) for n in names if self.site.peak_mw([(n, 1)]) is None])
+
+    def over_budget(self, pools: Sequence[dict[str, Any]]) -> str | None:
+        """Why a sized mix does not fit the site's power (None when it fits, or with no budget)."""
+        if self.site is None:
+            return None
+        return self.site.over([(str(p["instance"]), int(p["count"])) for p in pools])
+
     def size(
-        self, make: Callable[[int], Fleet], start: int, policy: Policy, ok: Callable[[FleetRun], bool]
+        self,
+        make: Callable[[int], Fleet],
+        start: int,
+        policy: Policy,
+        ok: Callable[[FleetRun], bool],
+        cap: int | None = None,
     ) -> tuple[int | None, FleetRun, int]:
-        """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%."""
+        """(fewest instances meeting `ok` or None, its run, the size run): double, then bisect to 0.5%.
+        `cap` (at least 1) bounds the search: the most instances a site's power budget holds."""
         limit = self.limit or min(max(64 * start, 1024), self.max_instances)
+        if cap is not None:
+            limit = min(limit, max(1, cap))
         n = min(start, limit)
         run = run_policy(make(n), policy, series_points=1)
         lo, hi, best = 0, None, run
@@ -164,12 +194,25 @@ def failed(pl: Sizer, label: str, policy: str, run: FleetRun, pools: tuple[dict[
         )
     else:
         why = f"misses {m['jobs_deadline_missed']} training deadline(s) even at {size:,} instances"
-    if at_limit(pl, pools):
+    budget = pl.over_budget(pools) if pools else None
+    if budget is not None:
+        why += f" ({budget})"
+    elif pl.site is not None and pools and _at_cap(pl, pools):
+        why += f", the most the {pl.site.site_mw:g} MW site holds (PUE {pl.site.pue:g})"
+    elif at_limit(pl, pools):
         why += (
             f", the limit of {pl.max_instances:,} instances per pool "
             "(raise it with --max-instances or plan.max_instances if the demand is right)"
         )
     return Candidate(label, policy, pools, False, summary(run), why)
+
+
+def _at_cap(pl: Sizer, pools: Sequence[dict[str, Any]]) -> bool:
+    """Whether one more instance of the mix's last pool would not fit the site."""
+    last = pools[-1]
+    beside = [(str(p["instance"]), int(p["count"])) for p in pools[:-1]]
+    cap = pl.cap(str(last["instance"]), beside)
+    return cap is not None and int(last["count"]) >= cap
 
 
 def at_limit(pl: Sizer, pools: Sequence[dict[str, Any]]) -> bool:

@@ -182,6 +182,28 @@ class FleetFile:
         """Re-raise a library error (unknown model, bad value) with this file's line and field."""
         return self.error(loc, err.problem, err.fix)
 
+    def input_files(self) -> tuple[Path, ...]:
+        """The fleet file and every file it names (traces, Philly logs, model configs): a report
+        written over any of them would destroy an input, so `--html` is checked against them all."""
+        files = [self.path]
+        stack: list[Any] = [self.spec.model_dump()]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                for key, value in item.items():
+                    if isinstance(value, str) and key in ("trace", "path", "model"):
+                        try:
+                            found = self.resolve(value)
+                        except (SilicaError, OSError, RuntimeError):
+                            continue
+                        if key != "model" or found.exists():
+                            files.append(found)
+                    else:
+                        stack.append(value)
+            elif isinstance(item, list):
+                stack.extend(item)
+        return tuple(files)
+
     def resolve(self, text: str) -> Path:
         """A path from the file: `traces:` paths under traces_dir (or $SILICA_TRACES), others beside it."""
         base = self.path.parent

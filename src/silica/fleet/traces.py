@@ -92,10 +92,10 @@ class PhillyJobs:
 
 
 def _open(path: Path) -> Iterator[str]:
-    from silica._files import check_size
+    from silica._files import check_size, file_kind, read_head
 
-    if Path(path).is_dir():
-        raise DataFileError(f"{path} is a directory, not a trace.", "give the trace file's path.")
+    if file_kind(path) not in ("regular", "fifo"):  # directories and devices: one line naming them
+        read_head(path, 0, "trace file", "the trace file")
     check_size(Path(path), "trace file")  # the limit is SILICA_MAX_FILE_MB
     try:
         with Path(path).open(encoding="utf-8", newline="") as handle:
@@ -224,11 +224,14 @@ def load_mooncake(path: Path) -> RequestTrace:
     t: list[float] = []
     inp: list[float] = []
     out: list[float] = []
+    from silica._files import json_decoder
+
+    decoder = json_decoder(path)  # huge integers, NaN and overflowing floats: one line
     for line, text in enumerate(_open(path), start=1):
         if not text.strip():
             continue
         try:
-            row = json.loads(text)
+            row = decoder.decode(text)
         except json.JSONDecodeError as err:
             raise DataFileError(
                 f"{path}, line {line}: not valid JSON ({err.msg}).", "fix that line."

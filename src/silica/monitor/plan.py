@@ -47,6 +47,8 @@ class Planned:
     # Chip-only joules per output token the plan predicts (`plan.energy`: average chip power x chips /
     # output tokens/s), comparable with GPU power telemetry; None where the plan has no energy figure.
     chip_j_per_output_token: float | None = None
+    tp: int | None = None  # the layout and engine the figures are for: expected latency at another load
+    engine: str | None = None
 
     @property
     def tokens_per_s_per_instance(self) -> float | None:
@@ -129,6 +131,8 @@ def _from_estimate(e: dict[str, Any], path: Path, name: str, kind: str, slo: dic
         usd_per_1m_output_tokens=_num(e, "usd_per_1m_output_tokens"),
         source=f"{path} ({kind})",
         chip_j_per_output_token=_chip_joules(e),
+        tp=int(e["tp"]) if isinstance(e.get("tp"), int) and not isinstance(e.get("tp"), bool) else None,
+        engine=str(e["engine"]) if isinstance(e.get("engine"), str) and e.get("engine") else None,
     )
 
 

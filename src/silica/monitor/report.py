@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from silica import cost
 from silica.errors import InputError
 from silica.monitor import figures as fg
+from silica.monitor.expected import expected_at
 from silica.monitor.plan import Planned
 from silica.monitor.results import DeploymentReport, Latency, MonitorReport, Span, iso_utc
 from silica.monitor.series import Series, Telemetry
@@ -205,7 +206,20 @@ def _deployment(
         slo=slo,
         gaps=tuple(_gaps(plan.name, series)),
         missing=tuple(missing),
+        resets=tuple(_resets(sig)),
+        gap_spans=tuple(sorted({g for s in series for g in fg.gaps(s)})),
     )
+
+
+def _resets(sig: dict[str, list[tuple[Series, float]]]) -> list[str]:
+    """Where a token counter fell: the engine behind it restarted (its increase there is its new value)."""
+    out = []
+    for key in ("generation_tokens", "prompt_tokens"):
+        for s, _ in sig.get(key, []):
+            for r in fg.rises(s):
+                if r.reset:
+                    out.append(f"{s.name} on {_host(s)} reset at {iso_utc(r.t1)} (the engine restarted)")
+    return out
 
 
 def _spans(
@@ -224,6 +238,7 @@ def _spans(
     util, instances, hours = _hardware(sig, start, width, count)
     running = _gauge_mean(sig.get("requests_running", []), start, width, count)
     power = _gauge_mean(sig.get("power", []), start, width, count)  # summed over chips
+    lengths = {key: _hist_mean(sig, key, start, width, count) for key in ("prompt_len", "output_len")}
     out = []
     for i in range(count):
         a = start + i * width
@@ -235,6 +250,18 @@ def _spans(
         inst_hours = hours[i] if hours is not None else (plan.count * extent / 3600.0 if extent else None)
         usd = cost.usd(plan.usd_per_instance_hour, inst_hours)
         watts = power[i]
+        # replicas of the planned deployment (each `plan.count` instances) that served the window
+        hosts = instances[i] if instances is not None and instances[i] else plan.count
+        replicas = max(1.0, hosts / plan.count)
+        tpot, in_flight = latency["tpot"][i], running[i]
+        if in_flight is not None:
+            conc: float | None = in_flight / replicas
+        elif rate is not None and tpot is not None and tpot.mean_ms:  # Little's law for the decode batch
+            conc = rate * tpot.mean_ms / 1000.0 / replicas
+        else:
+            conc = None
+        n_in, n_out = lengths["prompt_len"][i], lengths["output_len"][i]
+        exp_ttft, exp_tpot = expected_at(plan, conc, n_in, n_out) if conc and n_in and n_out else (None, None)
         out.append(
             Span(
                 start=a,
@@ -252,9 +279,27 @@ def _spans(
                 requests_running=running[i],
                 chip_power_w=watts,
                 chip_j_per_output_token=watts / rate if watts is not None and rate else None,
+                concurrency=conc,
+                input_len=n_in,
+                output_len=n_out,
+                expected_ttft_ms=exp_ttft,
+                expected_tpot_ms=exp_tpot,
             )
         )
     return out
+
+
+def _hist_mean(
+    sig: dict[str, list[tuple[Series, float]]], key: str, start: float, width: float, count: int
+) -> list[float | None]:
+    """Mean of a per-request histogram (prompt or generated tokens) in each interval: sum / count."""
+    sums = [s for s, _ in sig.get(f"{key}:sum", [])]
+    counts = [s for s, _ in sig.get(f"{key}:count", [])]
+    if not sums or not counts:
+        return [None] * count
+    total, _ = fg.counter_sums(sums, start, width, count)
+    n, _ = fg.counter_sums(counts, start, width, count)
+    return [t / c if c > 0 else None for t, c in zip(total, n, strict=True)]
 
 
 def _extent(series: Sequence[Series], a: float, b: float) -> float:

@@ -45,6 +45,13 @@ class Span:
     requests_running: float | None
     chip_power_w: float | None = None  # summed over the deployment's chips (DCGM board power)
     chip_j_per_output_token: float | None = None  # chip power / delivered output tokens/s
+    # The load the window ran at, and what the plan's model expects at that load (None when the
+    # engine does not export the request lengths or the plan has no layout to estimate again).
+    concurrency: float | None = None  # requests in flight per replica (running gauge, else Little's law)
+    input_len: float | None = None  # mean prompt tokens per request (the engine's histogram)
+    output_len: float | None = None
+    expected_ttft_ms: float | None = None
+    expected_tpot_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +68,14 @@ class Drift:
     observed: float
     ratio: float  # observed / planned
     direction: str  # "slower" or "faster"
+    against: str = "plan"  # "plan" (the planned batch) or "load" (expected at the window's own load)
 
     def describe(self) -> str:
         pct = abs(self.ratio - 1.0) * 100
         return (
             f"{self.deployment} {minute_utc(self.start)}-{minute_utc(self.end)}: {self.figure[:4].upper()} "
-            f"{self.observed:.1f} ms vs plan {self.planned:.1f} ms ({pct:.0f}% {self.direction}, band "
-            f"{self.low:.1f}-{self.high:.1f} ms)"
+            f"{self.observed:.1f} ms vs {'expected at its load' if self.against == 'load' else 'plan'} "
+            f"{self.planned:.1f} ms ({pct:.0f}% {self.direction}, band {self.low:.1f}-{self.high:.1f} ms)"
         )
 
 
@@ -96,6 +104,9 @@ class DeploymentReport:
     slo: dict[str, bool | None]
     gaps: tuple[str, ...]
     missing: tuple[str, ...]
+    # counter resets (an engine restarted): the increase after one is the new value, as increase() does
+    resets: tuple[str, ...] = ()
+    gap_spans: tuple[tuple[float, float], ...] = ()  # the gaps above as (start, end) epoch seconds
 
 
 @dataclass(frozen=True)

@@ -74,15 +74,10 @@ def read_file(path: Path, *, deployment: str | None = None, start: float | None 
     `deployment` labels every series that has no `deployment` label (one file per deployment);
     `start` is the epoch time of the first neuron-monitor report (its JSON carries periods, not times).
     """
-    from silica._files import check_size
+    from silica._files import read_bytes
 
-    if path.is_dir():
-        raise DataFileError(f"{path} is a directory, not telemetry.", "pass a telemetry file to --from.")
-    check_size(path, "telemetry file")
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror or err}.", "check the --from path.") from None
+    # Size cap while reading, directories and devices refused by name.
+    raw = read_bytes(path, "telemetry file", "a telemetry file (--from)")
     if b"\0" in raw[:4096]:
         raise DataFileError(
             f"{path} is a binary file, not telemetry.",
@@ -162,11 +157,14 @@ def read_neuron_monitor(text: str, *, source: str, start: float | None) -> Telem
     points: dict[tuple[str, Labels], list[tuple[float, float]]] = defaultdict(list)
     errors: dict[Labels, float] = defaultdict(float)
     t = start
+    from silica._files import json_decoder
+
+    decoder = json_decoder(source)  # huge integers, NaN and overflowing floats: one line
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            report = json.loads(line)
+            report = decoder.decode(line)
         except json.JSONDecodeError:
             if number == len(lines) and not complete:
                 notes.append(f"{source}: line {number} is cut mid-line (the file ends inside it); ignored.")

@@ -91,6 +91,20 @@ SIGNALS: tuple[Signal, ...] = (
         ("tgi", "tgi_queue_size"),
     ),
     _signal(
+        "prompt_len",
+        "histogram",
+        "tokens",
+        "prompt tokens per request",
+        ("vllm", "vllm:request_prompt_tokens"),
+    ),
+    _signal(
+        "output_len",
+        "histogram",
+        "tokens",
+        "generated tokens per request",
+        ("vllm", "vllm:request_generation_tokens"),
+    ),
+    _signal(
         "ttft",
         "histogram",
         "s",

@@ -18,13 +18,20 @@ __all__ = ["advice", "drift_of", "needed_instances", "verdict", "within_slo"]
 
 
 def drift_of(plan: Planned, w: Span) -> list[Drift]:
+    """Windows outside the band. The band is around what the plan's model expects at the window's own
+    load (concurrency and lengths) when the telemetry gives them, else around the plan itself; the
+    band keeps the plan's relative width either way."""
     out = []
-    for figure, latency, planned, low, high in (
-        ("tpot_ms", w.tpot, plan.tpot_ms, plan.tpot_ms_low, plan.tpot_ms_high),
-        ("ttft_ms", w.ttft, plan.ttft_ms, plan.ttft_ms_low, plan.ttft_ms_high),
+    for figure, latency, planned, low, high, expected in (
+        ("tpot_ms", w.tpot, plan.tpot_ms, plan.tpot_ms_low, plan.tpot_ms_high, w.expected_tpot_ms),
+        ("ttft_ms", w.ttft, plan.ttft_ms, plan.ttft_ms_low, plan.ttft_ms_high, w.expected_ttft_ms),
     ):
         if latency is None or latency.mean_ms is None or planned is None or low is None or high is None:
             continue
+        against = "plan"
+        if expected is not None and planned > 0:
+            low, high = expected * low / planned, expected * high / planned
+            planned, against = expected, "load"
         observed = latency.mean_ms
         # On the band's edge is inside it: a band whose edge is the plan itself (a family whose
         # measurements all ran faster than predicted) must not call an on-plan window slower
@@ -43,6 +50,7 @@ def drift_of(plan: Planned, w: Span) -> list[Drift]:
                     observed,
                     observed / planned,
                     "slower" if observed > high + slack else "faster",
+                    against,
                 )
             )
     return out

@@ -9,6 +9,7 @@ uncertainty band is widened.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
@@ -25,6 +26,7 @@ __all__ = [
     "Calibration",
     "FamilyParams",
     "Resolved",
+    "clip_band",
     "load_calibration",
 ]
 
@@ -227,33 +229,57 @@ class Calibration:
             low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
         return min(low, 1.0), max(high, 1.0)
 
-    def mfu_check(self, family: str, dtype: str, mfu: float) -> str | None:
+    def mfu_check(self, family: str, dtype: str, mfu: float, moe: bool = False) -> str | None:
         """A sentence when a training MFU goes beyond what was ever measured on this family.
 
         The ceiling is the best MFU of any published training row of the family (or of the family
-        it inherits from) at this compute dtype (`best_published_mfu`, written by `calibrate`).
+        it inherits from) at this compute dtype and of the same kind of model, dense or
+        mixture-of-experts (`best_published_mfu`, written by `calibrate` from the bundled rows; the
+        sentence names the row, its engine and its source).
         """
         table: dict[str, Any] = self.extra.get("best_published_mfu", {})
+        kind = "moe" if moe else "dense"
+        label = "mixture-of-experts" if moe else "dense"
         seen = family
-        while seen not in table and seen in INHERITANCE:
+        while kind not in table.get(seen, {}).get(dtype, {}) and seen in INHERITANCE:
             seen = INHERITANCE[seen][0]
-        best = table.get(seen, {}).get(dtype)
+        best = table.get(seen, {}).get(dtype, {}).get(kind)
         if best is None:
             return (
-                f"extrapolates: no published {dtype} training measurement of {family} (or the family it "
-                f"inherits from) bounds this MFU of {mfu:.1%}"
+                f"extrapolates: no published {dtype} training measurement of a {label} model on {family} "
+                f"(or the family it inherits from) bounds this MFU of {mfu:.1%}"
             )
         if mfu <= float(best["mfu"]):
             return None
         return (
-            f"extrapolates: MFU {mfu:.1%} is above the best published {dtype} training MFU of {seen} "
-            f"({float(best['mfu']):.1%}: {best['row']}; {best['source']})"
+            f"extrapolates: MFU {mfu:.1%} is above the best published {dtype} training MFU of a {label} "
+            f"model on {seen} ({float(best['mfu']):.1%}: {best['row']}, {best.get('engine', 'unnamed')}; "
+            f"{best['source']})"
         )
 
     def with_params(self, family: str, params: FamilyParams) -> Calibration:
         """The family's parameters replaced for every stack (its per-stack entries dropped)."""
         kept = {k: p for k, p in self.params.items() if not k.startswith(f"{family}/")}
         return replace(self, params={**kept, family: params})
+
+
+def clip_band(
+    value: float, low: float, high: float, *, floor: float | None = None, ceiling: float | None = None
+) -> tuple[float, float]:
+    """The band value x [low, high] (ratios) as values, cut at what physics allows.
+
+    A time metric's band never reaches below `floor` (the phase's FLOPs at peak compute or its
+    bytes at peak bandwidth, `perf.kernels.PhaseSeconds.floor`); a speed metric's never above
+    `ceiling` (the same bound as a rate, or 100% MFU for training). A bound the point value itself
+    passes (it cannot, by construction) leaves the point as that band edge, so the band always
+    contains its value.
+    """
+    lo, hi = value * low, value * high
+    if floor is not None and math.isfinite(floor):
+        lo = max(lo, min(floor, value))
+    if ceiling is not None and math.isfinite(ceiling):
+        hi = min(hi, max(ceiling, value))
+    return lo, hi
 
 
 def _parse(raw: dict[str, Any], where: str) -> Calibration:

@@ -47,6 +47,11 @@ class InferencePerf:
     capacity_bytes: Array  # per unit
     prefill_split: TimeSplit  # of prefill_s
     decode_split: TimeSplit  # of tpot_s, the mean decode step
+    # Physical bounds (peak FLOPs or peak HBM bandwidth, no overhead; `PhaseSeconds.floor`): no
+    # measurement can be faster, so no band may reach past them.
+    ttft_floor_s: Array
+    tpot_floor_s: Array
+    replica_output_tok_s_ceiling: Array
 
     @property
     def used_bytes(self) -> Array:
@@ -92,11 +97,14 @@ def inference_perf(
     # pp micro-batches of `batch` sequences in flight, each prefilled once, then decoded.
     generated = lay.pp * lay.batch * output_len
     throughput = np.where(output_len > 0, generated / (prefill.seconds + output_len * tpot), 0.0)
+    fastest = prefill.floor + output_len * decode.floor
+    ceiling = np.where(output_len > 0, generated / np.where(fastest > 0, fastest, np.inf), 0.0)
     if continuous:
         one = replace(lay, batch=np.ones_like(lay.batch))
-        ttft = prefill_seconds(c, m, one, prompt, w).seconds + tpot
+        alone = prefill_seconds(c, m, one, prompt, w)
+        ttft, ttft_floor = alone.seconds + tpot, alone.floor + decode.floor
     else:
-        ttft = prefill.seconds
+        ttft, ttft_floor = prefill.seconds, prefill.floor
     allocated = np.where(static_shapes, np.maximum(seq_len, input_len + output_len), input_len + output_len)
     weights, kv, act = inference_memory(c, lay, allocated, w, d_ff)
     return InferencePerf(
@@ -110,4 +118,7 @@ def inference_perf(
         capacity_bytes=m.unit_mem,
         prefill_split=prefill.split,
         decode_split=decode.split,
+        ttft_floor_s=ttft_floor,
+        tpot_floor_s=decode.floor,
+        replica_output_tok_s_ceiling=ceiling,
     )

@@ -90,8 +90,7 @@ class ModelCosts:
         """
         if self.n_experts == 0:
             return np.broadcast_to(self.static_params, np.shape(tokens)).astype(np.float64)
-        touched = self.n_experts * (1.0 - (1.0 - self.top_k / self.n_experts) ** tokens)
-        return self.static_params + self.n_moe_layers * touched * self.expert_params
+        return self.static_params + self.n_moe_layers * moe.experts_touched(self, tokens) * self.expert_params
 
     def attention_flops(self, queries: Array, context: Array, heads: Array) -> Array:
         """QK^T and AV FLOPs per query token attending to `context` keys, summed over layers."""
@@ -236,10 +235,16 @@ def _grad_allreduce(m: Machine, ranks: Array, stride: Array, grad_bytes: Array) 
 
 @dataclass(frozen=True, slots=True)
 class PhaseSeconds:
-    """A phase's time for every configuration, and what it is spent on."""
+    """A phase's time for every configuration, what it is spent on, and its physical floor.
+
+    `floor` is the time no implementation can beat: the phase's FLOPs at the chip's peak or its
+    bytes at peak HBM bandwidth, whichever is longer (no efficiency below 1, no overhead). A band
+    around `seconds` never reaches below it (`perf.calibration.clip_band`).
+    """
 
     seconds: Array
     split: TimeSplit
+    floor: Array
 
 
 def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Widths) -> PhaseSeconds:
@@ -256,7 +261,20 @@ def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Wi
     t_memory = (weights + kv) / stream_rate
     layer, comm, a2a, stages = _forward_overheads(c, m, lay, tokens, w.act)
     split = TimeSplit((t_compute,), weights, (kv,), stream_rate, comm, stages, layer, all_to_all=a2a)
-    return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + a2a + stages), split)
+    flops = _forward_flops(c, tokens, context)
+    floor = np.maximum(flops / (tp * m.unit_flops), (weights + kv) / m.unit_bw)
+    return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + a2a + stages), split, floor)
+
+
+def _forward_flops(c: ModelCosts, tokens: Array, context: Array) -> Array:
+    """FLOPs one forward pass over `tokens` tokens must do: 2 per active parameter per token, the
+    routers, and attention over `context` keys with the model's own heads (no padding)."""
+    heads = np.asarray(c.n_heads)
+    return (
+        2.0 * tokens * c.matmul_params
+        + moe.router_flops(c, tokens)
+        + c.attention_flops(tokens, context, heads)
+    )
 
 
 def decode_seconds(c: ModelCosts, m: Machine, lay: Layout, context: Array, w: Widths) -> PhaseSeconds:
@@ -279,6 +297,7 @@ def mean_decode_seconds(
     kv_per_token = batch * _kv_per_token_unit(c, lay, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
     total = np.zeros_like(batch)
+    floor = np.zeros_like(batch)
     computes, kvs = [], []
     for context in contexts:
         # Decode attention reads the KV cache once per step (counted in the stream below); the
@@ -288,11 +307,13 @@ def mean_decode_seconds(
         kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
         kv = kv_per_token * kv_tokens
         total = total + np.maximum(t_compute, (weights + kv) / stream_rate)
+        flops = _forward_flops(c, batch, context)
+        floor = floor + np.maximum(flops / (tp * m.unit_flops), (weights + kv) / m.unit_bw)
         computes.append(t_compute)
         kvs.append(kv)
     layer, comm, a2a, stages = _forward_overheads(c, m, lay, batch, w.act)
     split = TimeSplit(tuple(computes), weights, tuple(kvs), stream_rate, comm, stages, layer, all_to_all=a2a)
-    return PhaseSeconds(total / len(contexts) + (layer + comm + a2a + stages), split)
+    return PhaseSeconds(total / len(contexts) + (layer + comm + a2a + stages), split, floor / len(contexts))
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.

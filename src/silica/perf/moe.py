@@ -32,6 +32,7 @@ __all__ = [
     "all_to_all_seconds",
     "expert_ff",
     "expert_shard",
+    "experts_touched",
     "imbalance",
     "moe_activation_bytes",
     "routed_active_params",
@@ -86,16 +87,33 @@ def imbalance(lay: Layout, capacity: Array | float) -> Array:
     return np.where(ep_of(lay) > 1, capacity, 1.0)
 
 
+def experts_touched(c: ModelCosts, tokens: Array) -> Array:
+    """Expected distinct routed experts of one MoE layer that `tokens` tokens pick between them.
+
+    With uniform routing each token picks top_k of E experts, so an expert is missed by one token
+    with probability 1 - k/E and by all of them with (1 - k/E)^tokens: E (1 - (1 - k/E)^tokens)
+    experts are touched. One token touches k; a large step touches all E. Only touched experts
+    are read from memory and only they run a matmul in the grouped GEMM.
+    """
+    if c.n_experts == 0:
+        return np.zeros_like(np.asarray(tokens, dtype=np.float64))
+    return c.n_experts * (1.0 - (1.0 - c.top_k / c.n_experts) ** np.maximum(tokens, 0.0))
+
+
 def tokens_per_expert(c: ModelCosts, tokens: Array, lay: Layout) -> Array:
     """The M dimension of one local expert's matmul in the grouped GEMM.
 
     `tokens` are the tokens one tensor-parallel group steps at once. With ep > tp the ep group
     gathers the tokens of ep / tp such groups (sequence parallelism leaves 1/tp of them on each
-    rank), and each expert gets top_k / E of those; with ep <= tp every rank sees the group's tokens.
+    rank); with ep <= tp every rank sees the group's tokens. Those tokens' tokens x top_k routed
+    copies are spread over the experts they touch (`experts_touched`), not over all E: an expert
+    that runs at all runs over at least one token, so at batch 1 each of the k chosen experts is a
+    one-token matmul and the E - k others cost nothing (a grouped GEMM skips empty groups).
     """
     if c.n_experts == 0:
         return tokens
-    return tokens * c.top_k / c.n_experts * np.maximum(ep_of(lay) / lay.tp, 1.0)
+    group = tokens * np.maximum(ep_of(lay) / lay.tp, 1.0)
+    return group * c.top_k / np.maximum(experts_touched(c, group), c.top_k)
 
 
 def router_flops(c: ModelCosts, tokens: Array) -> Array:

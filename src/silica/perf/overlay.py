@@ -12,7 +12,6 @@ directory (XDG on Linux). No file: no overlay.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -46,8 +45,10 @@ def read_overlay(path: Path) -> list[dict[str, Any]]:
         return []
     if key in _cache:
         return _cache[key]
+    from silica._files import parse_json, read_text
+
+    raw = parse_json(read_text(path, "calibration overlay"), path, "a calibration overlay JSON file")
     try:
-        raw = json.loads(path.read_text())
         if raw.get("schema") != OVERLAY_SCHEMA:
             raise ValueError(f"schema is {raw.get('schema')!r}")
         entries = list(raw["entries"])

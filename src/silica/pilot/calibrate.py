@@ -4,7 +4,14 @@ Decode time per token (TPOT) is set by the weight and KV stream and the per-laye
 factor scales memory efficiency down and overhead up together; time to first token is set by
 compute efficiency. Each factor is chosen on a log grid to minimise the squared log error of the
 library's own `estimate` over the measured steps, with every parameter clipped to `PARAM_BOUNDS`.
-The overlay stores those parameters and where they came from, never the measured figures.
+
+A parameter moves only where the data identify it: before fitting, each one is doubled and halved
+and the prediction of the metric it is fitted to is compared at the measured steps. If that metric
+moves less than `MIN_SENSITIVITY` (5 %) either way, the measurement cannot tell the parameter's
+value, and fitting it would only push it to whichever bound absorbs some other error (a short
+prompt's TTFT is weight streaming and per-layer time, not compute). The entry says, per parameter,
+whether it moved and why. The overlay stores those parameters and where they came from, never the
+measured figures.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from silica.pilot.loadplan import Deployed, LoadPlan
 __all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
 
 _GRID = [10 ** (i / 10) for i in range(-15, 16)]  # factors 0.03 .. 31.6, ten a decade
+MIN_SENSITIVITY = 0.05  # least relative change of the fitted metric when a parameter doubles or halves
 _WIDE = [10 ** (i / 10) for i in range(-20, 31)]  # 0.01 .. 1000: a fixed time can be far off
 
 OverlayEntry = dict[str, Any]
@@ -80,15 +88,50 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         trial = cal.with_params(dep.family, p)
         return _loss([(m, _predict(dep, plan, trial, c)[which]) for c, m in rows])
 
+    def sensitivity(name: str, which: int, rows: list[tuple[int, float]]) -> float:
+        """Largest relative change of the predicted metric at the measured steps when `name` doubles
+        or halves (within its bounds)."""
+        base = [_predict(dep, plan, cal, c)[which] for c, _ in rows]
+        worst = 0.0
+        for f in (2.0, 0.5):
+            trial = cal.with_params(dep.family, moved(start, **{name: f}))
+            for (c, _), b0 in zip(rows, base, strict=True):
+                b1 = _predict(dep, plan, trial, c)[which]
+                if b0 and b1:
+                    worst = max(worst, abs(b1 / b0 - 1))
+        return worst
+
+    metric_of = {"memory_eff": (1, tpot), "layer_overhead_us": (1, tpot), "compute_eff_max": (0, ttft)}
+    why: dict[str, str] = {}
+    free: set[str] = set()
+    for name, (which, rows) in metric_of.items():
+        label = "TPOT" if which else "TTFT"
+        if not rows:
+            why[name] = f"not fitted: no {label} measured"
+            continue
+        sens = sensitivity(name, which, rows)
+        if sens < MIN_SENSITIVITY:
+            why[name] = (
+                f"not identified: the predicted {label} at the measured steps changes {sens:.1%} when it "
+                f"doubles or halves (under {MIN_SENSITIVITY:.0%}); left at the shipped value"
+            )
+        else:
+            free.add(name)
+            why[name] = f"{label} changes up to {sens:.0%} when it doubles or halves"
+
     best = start
-    if tpot:  # slower decode: less of the HBM bandwidth reached, more fixed time per layer
-        best = min(
-            (moved(best, memory_eff=1 / f, layer_overhead_us=f) for f in _GRID),
-            key=lambda p: loss(p, 1, tpot),
-        )
-        # then the fixed time alone, for what the bandwidth bound could not take
-        best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
-    if ttft:  # slower prefill: less of the peak compute reached
+    if tpot and free & {"memory_eff", "layer_overhead_us"}:
+        if {"memory_eff", "layer_overhead_us"} <= free:
+            # slower decode: less of the HBM bandwidth reached, more fixed time per layer
+            best = min(
+                (moved(best, memory_eff=1 / f, layer_overhead_us=f) for f in _GRID),
+                key=lambda p: loss(p, 1, tpot),
+            )
+        elif "memory_eff" in free:
+            best = min((moved(best, memory_eff=1 / f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
+        if "layer_overhead_us" in free:  # the fixed time alone, for what the bandwidth bound could not take
+            best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
+    if ttft and "compute_eff_max" in free:  # slower prefill: less of the peak compute reached
         best = min((moved(best, compute_eff_max=1 / f) for f in _WIDE), key=lambda p: loss(p, 0, ttft))
     changed = {
         k: round(getattr(best, k), 6)
@@ -96,6 +139,10 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         if getattr(best, k) != getattr(start, k)
     }
     at_bound = sorted(k for k, v in changed.items() if v in PARAM_BOUNDS[k])
+    for k in free - set(changed):
+        why[k] += "; the fit kept the shipped value"
+    for k in changed:
+        why[k] += f"; fitted {getattr(start, k):.4g} -> {changed[k]:.4g}"
     when = datetime.now(UTC).date().isoformat()
     label = f"user calibration overlay ({dep.engine}, from a pilot of {dep.model} on {dep.instance}, {when})"
     return {
@@ -104,6 +151,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         "params": changed,
         "shipped": {k: getattr(start, k) for k in changed},
         "at_bound": at_bound,
+        "why": why,
         "label": label,
         "source": source,
         "fitted_on": {"steps": len({c for c, _ in tpot + ttft}), "metrics": ["tpot_ms p50", "ttft_ms p50"]},
@@ -118,11 +166,11 @@ def write_overlay(entry: OverlayEntry, path: Path | None = None) -> Path:
         e for e in read_overlay(target) if (e["family"], e["engine"]) != (entry["family"], entry["engine"])
     ]
     body = {"schema": OVERLAY_SCHEMA, "entries": [*entries, entry]}
+    from silica._files import write_text
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(body, indent=2) + "\n")
-        tmp.replace(target)
     except OSError as err:
         raise DataFileError(f"Cannot write {target}: {err.strerror}.", "choose a writable --out.") from err
+    write_text(target, json.dumps(body, indent=2) + "\n")  # atomic; in place for a device
     return target

@@ -8,7 +8,7 @@ expected by the ratio of measured to predicted. Throughput decides what the pilo
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from silica.errors import DataFileError, InputError
@@ -35,6 +35,7 @@ class StepCheck:
     high: float | None
     ratio: float | None  # measured / predicted
     verdict: str  # confirmed | faster than expected | slower than expected | not predicted
+    why: str = ""  # for a slower step: what the engine's metrics say (queueing, preemption, compute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,43 @@ def _how_much(ratio: float) -> str:
     if ratio >= 1:
         return f"{ratio:.2f}x the predicted throughput"
     return f"{1 / ratio:.2f}x below the predicted throughput"
+
+
+def _reach(vendor: str, engine: str) -> str:
+    """Which estimates a calibration from this pilot changes: those for the engine it measured."""
+    from silica.perf.stacks import default_stack
+
+    default = default_stack(vendor, "inference")[0].name
+    if default == engine:
+        return f"estimates and advise on this chip family ({engine}, the default engine) then use the measured speed"
+    return (
+        f"estimates with --engine {engine} on this chip family then use the measured speed; those with "
+        f"the default engine ({default}), and advise's ranking, keep the shipped calibration"
+    )
+
+
+def explain_miss(engine: Any, concurrency: int) -> str:
+    """Why a step ran slower than predicted, from the engine's own metrics over it (when scraped).
+
+    Queueing: requests waited, so fewer ran at once than the step asked and TTFT includes the wait.
+    Preemption: the KV cache filled and sequences were evicted and recomputed. Otherwise the engine ran
+    the batch asked for and was simply slower: compute or memory speed, what calibration corrects.
+    """
+    if not isinstance(engine, dict) or not engine.get("scrapes"):
+        return "no engine metrics for this step"
+    parts = []
+    waiting, running = engine.get("waiting_mean"), engine.get("running_mean")
+    if isinstance(waiting, int | float) and waiting >= 0.5:
+        ran = f", {running:.1f} running of {concurrency}" if isinstance(running, int | float) else ""
+        parts.append(f"queueing ({waiting:.1f} requests waiting on average{ran})")
+    pre = engine.get("preemptions")
+    kv = engine.get("kv_cache_usage_max")
+    if isinstance(pre, int | float) and pre > 0:
+        full = f", KV cache up to {kv:.0%}" if isinstance(kv, int | float) else ""
+        parts.append(f"preemption ({pre:.0f} sequences preempted{full})")
+    if parts:
+        return "; ".join(parts)
+    return "compute: the engine ran the batch asked for without queueing or preemption"
 
 
 def compare_pilot(
@@ -121,6 +159,8 @@ def compare_pilot(
                     verdict=_verdict(float(measured), band[0], band[1], direction),
                 )
             )
+            if checks[-1].verdict == "slower than expected":
+                checks[-1] = replace(checks[-1], why=explain_miss(s.get("engine"), c))
     speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio]
     ratio = statistics.median(speed) if speed else None
     tput = [k for k in checks if k.metric == "output_tokens_per_s"]
@@ -136,8 +176,7 @@ def compare_pilot(
         cost = f"; at ${usd:g}/h" if isinstance(usd, int | float) else ""
         effect = (
             f"cost per 1M output tokens on {dep.instance if dep else 'this instance'} is {1 / ratio:.2f}x "
-            f"the advised figure{cost}; run `silica calibrate --from-pilot` and re-run `silica advise` "
-            "so its ranking uses the measured speed"
+            f"the advised figure{cost}; run `silica calibrate --from-pilot`: {_reach(dep.vendor, dep.engine) if dep else ''}"
         )
     return PilotComparison(
         model=str(dep.model if dep else result.get("model")),

@@ -6,7 +6,7 @@ kit never carries a flag the engine's CLI does not document, and a changed CLI i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -18,7 +18,19 @@ from silica.errors import DataFileError, InputError, UnknownNameError
 __all__ = ["Engine", "default_engine", "engine_for", "load_engines"]
 
 _LAYOUT = ("tp", "batch", "max_len", "dtype", "port", "host")
-_FIELDS = {"vendor", "label", "image", "command", "flags", "dtype_names", "source", "as_of", "ami"}
+_FIELDS = {
+    "vendor",
+    "label",
+    "image",
+    "images",
+    "env",
+    "command",
+    "flags",
+    "dtype_names",
+    "source",
+    "as_of",
+    "ami",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +45,25 @@ class Engine:
     source: str
     as_of: str
     ami: str | None = None
+    # Per chip (Neuron: a DLC per chip generation): the pinned image and the environment it needs.
+    images: dict[str, str] = field(default_factory=dict)
+    env: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def image_for(self, chip: str) -> str:
+        """The image pinned for this chip, else the engine's image."""
+        return self.images.get(chip, self.image)
+
+    def env_for(self, chip: str) -> dict[str, str]:
+        """Environment variables the engine's documentation requires on this chip."""
+        return dict(self.env.get(chip, {}))
 
     def launch_args(
         self, model: str, *, tp: int, batch: int, max_len: int, dtype: str, port: int
     ) -> list[str]:
         """The server command line for this layout, one flag per choice the engine exposes."""
-        args = self.command.format(model=model).split()
+        # Split the template first, then fill each word: a model name is one argument whatever it holds
+        # (`x; touch PWNED $(id)` must not become four shell words).
+        args = [word.replace("{model}", model) for word in self.command.split()]
         values: dict[str, str] = {
             "tp": str(tp),
             "batch": str(batch),
@@ -77,6 +102,10 @@ def load_engines() -> dict[str, Engine]:
                 source=str(e["source"]),
                 as_of=str(e["as_of"]),
                 ami=e.get("ami"),
+                images={str(k): str(v) for k, v in (e.get("images") or {}).items()},
+                env={
+                    str(c): {str(k): str(v) for k, v in vs.items()} for c, vs in (e.get("env") or {}).items()
+                },
             )
         except KeyError as err:
             raise DataFileError(f"{where}: engine {name} lacks {err}.", "fix the file.") from err

@@ -3,7 +3,8 @@
 A `silica monitor report --json` keeps, per deployment and window, the engine's TTFT/TPOT histograms,
 the mean running requests (or, without that gauge, the generated tokens/s from which Little's law gives
 the sequences in flight). A window is steady when it has a TPOT histogram, the deployment reports no
-gap, and its concurrency is within 25% of the deployment's median: there the batch is known, so the
+gap (a window a host's gap overlaps is left out, the others kept), and its concurrency is within
+25% of the deployment's median: there the batch is known, so the
 window is a measurement at that concurrency, like a pilot step. The same bounded fit as
 `--from-pilot` then moves the family's parameters; the label says the windows came from production.
 """
@@ -37,11 +38,14 @@ def _running(w: dict[str, Any], instances: int) -> float | None:
 
 
 def steady_windows(dep: dict[str, Any]) -> list[dict[str, Any]]:
-    """Windows with a TPOT histogram and a concurrency within 25% of the deployment's median."""
-    if dep.get("gaps"):
-        return []
+    """Windows with a TPOT histogram, no gap, and a concurrency within 25% of the deployment's median."""
+    spans = [(float(a), float(b)) for a, b in dep.get("gap_spans") or []]
+    if dep.get("gaps") and not spans:
+        return []  # a report written before gaps had times: which window they hit is unknown
     rows = []
     for w in dep.get("windows", []):
+        if any(a < w["end"] and b > w["start"] for a, b in spans):
+            continue
         instances = int(w.get("instances") or (dep.get("plan") or {}).get("count") or 1)
         running = _running(w, instances)
         if (w.get("tpot") or {}).get("p50_ms") and running:
@@ -69,6 +73,14 @@ def fit_from_monitor(
             continue
         plan = dep["plan"]
         vendor = "aws" if str(plan["family"]).startswith("neuron") else "nvidia"
+        # Request lengths the engine measured (its prompt/generation histograms) beat the flag's guess.
+        ins = [float(v) for w in windows if isinstance(v := w.get("input_len"), int | float) and v >= 1]
+        outs = [float(v) for w in windows if isinstance(v := w.get("output_len"), int | float) and v >= 1]
+        lengths_from = "--lengths"
+        if len(ins) == len(outs) == len(windows):
+            input_len = max(1, round(statistics.median(ins)))
+            output_len = max(1, round(statistics.median(outs)))
+            lengths_from = "the engine's request-length histograms"
         batch = max(1, round(statistics.median(w["running_per_instance"] for w in windows)))
         wl = InferenceWorkload(input_len=input_len, output_len=output_len, batch=batch)
         e = estimate(plan["model"], wl, Deployment(instance=plan["instance"]))
@@ -103,6 +115,7 @@ def fit_from_monitor(
             "windows": len(windows),
             "metrics": ["tpot p50", "ttft p50"],
             "deployment": dep["name"],
+            "lengths": f"{input_len}:{output_len} from {lengths_from}",
         }
         entries.append(entry)
     if not entries:

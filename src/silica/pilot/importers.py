@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,10 +105,15 @@ def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
     for i, b in enumerate(raw["benchmarks"]):
         m = b["metrics"]
         strategy = (b.get("config") or {}).get("strategy") or {}
-        batch = strategy.get("streams") or strategy.get("max_concurrency")
 
         def stat(name: str, key: str = "median", m: dict[str, Any] = m) -> float | None:
             return _num(((m.get(name) or {}).get("successful") or {}).get(key))
+
+        batch = strategy.get("streams") or strategy.get("max_concurrency")
+        rate = strategy.get("rate")
+        if not batch:  # a rate run (constant, poisson): the concurrency it measured
+            flight = stat("request_concurrency", "mean")
+            batch = max(1, round(flight)) if flight else None
 
         shape = {
             "batch": batch,
@@ -117,10 +121,13 @@ def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
             "output_len": round(stat("output_token_count", "mean") or 0) or None,
             "model": ctx.model or backend.get("model"),
         }
-        run = f"guidellm-{i}-{strategy.get('type_', 'run')}@{batch}"
+        at = f"rate={rate:g}" if isinstance(rate, int | float) and not strategy.get("streams") else batch
+        run = f"guidellm-{i}-{strategy.get('type_', 'run')}@{at}"
+        # guidellm's time_per_output_token_ms is request latency / output tokens, TTFT included; its
+        # inter_token_latency_ms is (latency - TTFT) / (tokens - 1), the TPOT of the benchmarks schema.
         for metric, name, key in (
             ("ttft_ms", "time_to_first_token_ms", "median"),
-            ("tpot_ms", "time_per_output_token_ms", "median"),
+            ("tpot_ms", "inter_token_latency_ms", "median"),
             ("output_tok_s", "output_tokens_per_second", "mean"),
         ):
             value = stat(name, key)
@@ -129,10 +136,25 @@ def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
     return Imported("guidellm", ctx.engine, ctx.engine_version or None, tuple(rows))
 
 
+def _little(raw: dict[str, Any], output_len: float | None) -> int | None:
+    """Requests in flight on average in a rate run (Little's law): completed per second x mean latency."""
+    per_s = _num(raw.get("request_throughput"))
+    e2e = _num(raw.get("mean_e2el_ms"))
+    if e2e is None and output_len:
+        ttft, tpot = _num(raw.get("mean_ttft_ms")), _num(raw.get("mean_tpot_ms"))
+        e2e = ttft + tpot * (output_len - 1) if ttft is not None and tpot is not None else None
+    if per_s is None or e2e is None:
+        return None
+    return max(1, round(per_s * e2e / 1e3))
+
+
 def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
+    """A `--max-concurrency` run has its batch; a `--request-rate` run gets the concurrency it measured
+    (Little's law) and keeps its rate in the run name, so `validate` can use it."""
     done = int(raw.get("completed") or 0)
+    out_len = raw["total_output_tokens"] / done if done and raw.get("total_output_tokens") else None
     shape = {
-        "batch": raw.get("max_concurrency"),
+        "batch": raw.get("max_concurrency") or _little(raw, out_len),
         "input_len": round(raw["total_input_tokens"] / done)
         if done and raw.get("total_input_tokens")
         else None,
@@ -142,7 +164,9 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
         "model": ctx.model or raw.get("model_id"),
         "engine": ctx.engine or "vllm",
     }
-    run = f"vllm-bench-{raw.get('date', '')}@{raw.get('max_concurrency') or raw.get('request_rate')}"
+    rate = raw.get("request_rate")
+    at = raw.get("max_concurrency") or (f"rate={rate:g}" if isinstance(rate, int | float) else rate)
+    run = f"vllm-bench-{raw.get('date', '')}@{at}"
     rows = [
         _row(ctx, "vllm bench serve", run, metric, v, **shape)
         for metric, key in (
@@ -152,7 +176,7 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
         )
         if (v := _num(raw.get(key))) is not None
     ]
-    return Imported("vllm bench serve", shape["engine"], ctx.engine_version, tuple(rows))
+    return Imported("vllm bench serve", ctx.engine or "vllm", ctx.engine_version, tuple(rows))
 
 
 _TRITON_BACKENDS = {"tensorrtllm": "trtllm", "vllm": "vllm"}  # genai-perf `--backend` -> Silica engine
@@ -257,12 +281,10 @@ def import_report(
     tp: int | None = None,
 ) -> Imported:
     """Recognise the report's format by its keys and turn each measured point into schema rows."""
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as err:
-        raise DataFileError(f"Cannot read {path}: {err.strerror}.", "check the path.") from err
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFileError(f"{path} is not JSON: {err}.", "pass the JSON report the tool wrote.") from err
+    from silica._files import parse_json, read_text
+
+    hint = "the JSON report the tool wrote"
+    raw = parse_json(read_text(path, "load-test report", hint), path, hint)
     ctx = _Context(path, instance, chip, engine, engine_version, model, batch, input_len, output_len, tp)
     if not isinstance(raw, dict):
         raise DataFileError(f"{path} is not a JSON object.", "pass the JSON report the tool wrote.")

@@ -9,6 +9,7 @@ SkyPilot, Kubernetes or a shell runs the files.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +29,14 @@ __all__ = ["Kit", "make_kit", "predict_steps", "write_kit"]
 PORT = 8000
 # Neuron compiles static shapes: the max model length is the sequence bucket, a power of two.
 MIN_NEURON_BUCKET = 128
+# Tokens of room above input + output: the tokenizer's BOS, a chat template, and a word-built prompt
+# a little longer in tokens than in words. Without it vLLM shortens the answer to fit (a pilot then
+# measures fewer tokens than asked).
+LEN_MARGIN = 32
+# Seconds a server may take to answer /health: Neuron compiles the model at start (5-10 min for 8B).
+STARTUP_S = {"aws": 1800, "nvidia": 900}
+NEURON_CACHE = "/root/.cache/neuron"
+HF_CACHE = "/root/.cache/huggingface"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +130,15 @@ def make_kit(
     requests_per_step: int = 64,
     serve_model: str | None = None,
     calibration: Any = None,
+    duration_s: float | None = 60.0,
 ) -> Kit:
     """Choose the layout with `estimate`, then write the launch files and the load plan around it."""
     check_dtype(dtype, "dtype")
+    if serve_model is not None and (not serve_model.strip() or not serve_model.isprintable()):
+        raise InputError(
+            f"--hf-model {serve_model[:80]!r} is empty or holds a newline or control character.",
+            "pass the model name the server serves, e.g. --hf-model meta-llama/Llama-3.1-8B.",
+        )
     base = InferenceWorkload(
         input_len=input_len,
         output_len=output_len,
@@ -134,7 +149,8 @@ def make_kit(
     )
     first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
     eng = engine_for(engine, first.vendor, instance)
-    max_len = _bucket(input_len + output_len) if first.vendor == "aws" else input_len + output_len
+    need = input_len + output_len + LEN_MARGIN
+    max_len = _bucket(need) if first.vendor == "aws" else need
     if first.vendor == "aws":
         base = replace(base, seq_len=max_len)
     # The layout the kit's own engine would get (its calibration, not the vendor default's).
@@ -172,8 +188,63 @@ def make_kit(
         ),
     )
     prediction = predict_steps(model, plan, calibration)
-    served = serve_model or model
+    # The engine's batch limit: the largest step the prediction says fits in memory, never more.
+    fits = [int(p["concurrency"]) for p in prediction["steps"] if p["feasible"]]
+    limit = max(fits, default=first.batch)
+    if limit != deployed.max_batch:
+        deployed = replace(deployed, max_batch=limit)
+        plan = replace(
+            plan,
+            deployed=deployed,
+            notes=(
+                *plan.notes,
+                f"max batch {limit}: steps above it do not fit in memory (prediction.json); they queue",
+            ),
+        )
+    if duration_s:  # timed steps; None or 0: each step runs `requests_per_step` requests
+        plan = replace(plan, duration_s=duration_s, warmup_s=_edge(prediction, limit, output_len))
+        plan = replace(plan, cooldown_s=plan.warmup_s)
+    served = serve_model or hf_model_id(model)
     return Kit(plan=plan, prediction=prediction, files=_files(eng, deployed, served, plan, prediction))
+
+
+def _edge(prediction: dict[str, Any], limit: int, output_len: int) -> float:
+    """Warm-up and cool-down of a timed step: two predicted requests (at least 15 s), so the counted
+    requests start and end at full load."""
+    e2e = [
+        (p["ttft_ms"] or 0.0) + (p["tpot_ms"] or 0.0) * output_len
+        for p in prediction["steps"]
+        if p["feasible"] and p["concurrency"] <= limit
+    ]
+    longest = max(e2e, default=0.0) / 1e3
+    return float(max(15, math.ceil(2 * longest)))
+
+
+def hf_model_id(model: str) -> str:
+    """What the engine loads: a path or a Hub id as given; a registry id through data/pilot/hf_models.yaml."""
+    if "/" in model or Path(model).exists():
+        return model
+    known = _hf_models()
+    if model in known:
+        return known[model]
+    raise InputError(
+        f"{model} is a Silica registry id, not a Hugging Face repository, and Silica knows no repository for it.",
+        "pass --hf-model ORG/NAME (the repository the engine should load).",
+    )
+
+
+def _hf_models() -> dict[str, str]:
+    from importlib import resources
+
+    raw = yaml.safe_load(resources.files("silica").joinpath("data/pilot/hf_models.yaml").read_text())
+    return {str(k): str(v) for k, v in (raw.get("models") or {}).items()}
+
+
+def _comment(value: object) -> str:
+    """A value shown in a `#` comment of a generated file: one line whatever it holds (a newline in a
+    model name would otherwise end the comment and inject a command or a YAML key)."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _server_args(eng: Engine, dep: Deployed, model: str) -> list[str]:
@@ -188,10 +259,14 @@ def _docker(eng: Engine, dep: Deployed, model: str) -> str:
         devices = '$(for d in /dev/neuron*; do printf -- "--device=%s " "$d"; done)'
     else:
         devices = "--gpus all"
+    env = "".join(f"-e {shlex.quote(f'{k}={v}')} " for k, v in eng.env_for(dep.chip).items())
+    cache = '-v "$HOME/.cache/huggingface:/root/.cache/huggingface" '
+    if dep.vendor == "aws":  # compiled graphs kept across restarts: a rerun skips the 5-10 min compile
+        cache += f'-v "$HOME/.cache/neuron:{NEURON_CACHE}" -e NEURON_COMPILED_ARTIFACTS={NEURON_CACHE} '
     return (
         f"docker run --rm --network host --ipc host {devices} "
-        f'-e HF_TOKEN="${{HF_TOKEN:-}}" -v "$HOME/.cache/huggingface:/root/.cache/huggingface" '
-        f"--entrypoint '' {shlex.quote(eng.image)} {server}"
+        f'-e HF_TOKEN="${{HF_TOKEN:-}}" {env}{cache}'
+        f"--entrypoint '' {shlex.quote(eng.image_for(dep.chip))} {server}"
     )
 
 
@@ -204,11 +279,14 @@ def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
         "run": _docker(eng, dep, model) + "\n",
     }
     head = (
-        f"# SkyPilot task written by `silica pilot plan` for {dep.model} on {dep.instance} ({eng.label}).\n"
+        f"# SkyPilot task written by `silica pilot plan` for {_comment(dep.model)} on {_comment(dep.instance)} "
+        f"({_comment(eng.label)}).\n"
         f"# Launch: sky launch -c silica-pilot sky.yaml --env HF_TOKEN; then\n"
-        f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} --model {model} --plan .\n"
+        f"#   silica pilot run --endpoint http://$(sky status --ip silica-pilot):{PORT} "
+        f"--model {_comment(shlex.quote(model))} --plan .\n"
         + (
-            f"# Neuron: SkyPilot picks its Neuron image for {dep.instance}; the server runs in the Neuron DLC.\n"
+            f"# Neuron: SkyPilot picks its Neuron image for {_comment(dep.instance)}; the server runs in the "
+            "Neuron DLC.\n"
             if dep.vendor == "aws"
             else ""
         )
@@ -217,9 +295,62 @@ def _skypilot(eng: Engine, dep: Deployed, model: str) -> str:
 
 
 def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
-    count = _devices(dep)
+    from silica.catalog import get_instance, load_catalog
+
+    inst = get_instance(load_catalog(), dep.instance)
+    count = int(inst.chips)
     resource = "aws.amazon.com/neuron" if dep.vendor == "aws" else "nvidia.com/gpu"
     name = "silica-pilot"
+    # Requests equal to limits for the accelerators; CPU and memory leave the node's daemons room.
+    limits: dict[str, Any] = {resource: count}
+    requests: dict[str, Any] = {resource: count}
+    if inst.vcpus:
+        requests["cpu"] = str(max(1, inst.vcpus - 2))
+    if inst.memory_gib:
+        requests["memory"] = f"{max(1, int(inst.memory_gib * 0.8))}Gi"
+    shm = f"{max(1, min(64, int((inst.memory_gib or 16) // 4)))}Gi"
+    env: list[dict[str, Any]] = [
+        {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
+        }
+    ]
+    env += [{"name": k, "value": v} for k, v in eng.env_for(dep.chip).items()]
+    mounts = [{"name": "shm", "mountPath": "/dev/shm"}, {"name": "hf-cache", "mountPath": HF_CACHE}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+        # On the node, so a restarted pod reloads the weights from disk, not the Hub.
+        {"name": "hf-cache", "hostPath": {"path": "/opt/silica/hf-cache", "type": "DirectoryOrCreate"}},
+    ]
+    if dep.vendor == "aws":
+        env.append({"name": "NEURON_COMPILED_ARTIFACTS", "value": NEURON_CACHE})
+        mounts.append({"name": "neuron-cache", "mountPath": NEURON_CACHE})
+        volumes.append(
+            {
+                "name": "neuron-cache",
+                "hostPath": {"path": "/opt/silica/neuron-cache", "type": "DirectoryOrCreate"},
+            }
+        )
+    health = {"httpGet": {"path": "/health", "port": PORT}}
+    period = 10
+    container = {
+        "name": "server",
+        "image": eng.image_for(dep.chip),
+        "command": _server_args(eng, dep, model),
+        "ports": [{"containerPort": PORT}],
+        "resources": {"limits": limits, "requests": requests},
+        "env": env,
+        "volumeMounts": mounts,
+        # Loading (and on Neuron compiling) takes minutes: the startup probe allows it, then
+        # readiness keeps traffic off until /health answers, and liveness restarts a hung server.
+        "startupProbe": {
+            **health,
+            "periodSeconds": period,
+            "failureThreshold": STARTUP_S[dep.vendor] // period,
+        },
+        "readinessProbe": {**health, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {**health, "periodSeconds": 15, "failureThreshold": 4},
+    }
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -231,23 +362,8 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
                 "metadata": {"labels": {"app": name}},
                 "spec": {
                     "nodeSelector": {"node.kubernetes.io/instance-type": dep.instance},
-                    "containers": [
-                        {
-                            "name": "server",
-                            "image": eng.image,
-                            "command": _server_args(eng, dep, model),
-                            "ports": [{"containerPort": PORT}],
-                            "resources": {"limits": {resource: count}},
-                            "env": [
-                                {
-                                    "name": "HF_TOKEN",
-                                    "valueFrom": {
-                                        "secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}
-                                    },
-                                }
-                            ],
-                        }
-                    ],
+                    "containers": [container],
+                    "volumes": volumes,
                 },
             },
         },
@@ -272,8 +388,9 @@ def _files(
 ) -> dict[str, str]:
     script = (
         "#!/usr/bin/env bash\n"
-        f"# Start {eng.label} for {dep.model} on this {dep.instance}, as `silica pilot plan` laid it out.\n"
-        f"# Flags: {eng.source} (as of {eng.as_of}).\n"
+        f"# Start {_comment(eng.label)} for {_comment(dep.model)} on this {_comment(dep.instance)}, as "
+        "`silica pilot plan` laid it out.\n"
+        f"# Flags: {_comment(eng.source)} (as of {_comment(eng.as_of)}).\n"
         "set -euo pipefail\n" + _docker(eng, dep, model) + "\n"
     )
     return {
@@ -286,12 +403,14 @@ def _files(
 
 
 def write_kit(kit: Kit, directory: Path) -> list[Path]:
+    from silica._files import write_text
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         for name, text in kit.files.items():
             path = directory / name
-            path.write_text(text)
+            write_text(path, text)  # atomic: a kit file is whole or absent
             if name.endswith(".sh"):
                 path.chmod(0o755)
             written.append(path)

@@ -6,7 +6,6 @@ and `silica pilot compare`; a run without a plan gets `default_plan`, which has 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +37,17 @@ class Deployed:
 
 @dataclass(frozen=True, slots=True)
 class LoadPlan:
-    """Closed-loop steps: at each, `concurrency` streams send requests back to back.
+    """Closed-loop steps (`concurrency`), then open-loop steps (`rates`), all of one request shape.
 
-    Concurrency rather than a request rate, because it maps one to one onto the batch the estimate
-    predicts for, and because an open-loop rate past capacity only measures the queue.
+    Closed loop: at each step `concurrency` streams send requests back to back, so N are in flight;
+    it maps one to one onto the batch the estimate predicts for. Open loop: requests arrive at a
+    rate (Poisson or evenly spaced, as `vllm bench serve --request-rate` and guidellm send them),
+    whatever the server's pace, which is what production sees; past capacity it measures the queue.
+
+    A step runs for time when `duration_s` is set: `warmup_s` of load first, then the steady window
+    of `duration_s` whose requests alone are counted, then `cooldown_s` more load so the last steady
+    requests finish at full load too. Without `duration_s` a closed-loop step runs
+    `requests_per_step` requests (a step with fewer requests than its concurrency is a burst).
     """
 
     input_len: int
@@ -55,12 +61,30 @@ class LoadPlan:
     api: str = "completions"  # "completions" or "chat"
     ignore_eos: bool = True
     notes: tuple[str, ...] = field(default=())
+    duration_s: float | None = None  # steady window of a timed step
+    warmup_s: float = 0.0
+    cooldown_s: float = 0.0
+    rates: tuple[float, ...] = ()  # open-loop steps, requests per second
+    arrival: str = "poisson"  # "poisson" or "constant" inter-arrival times
+    seed: int = 0  # of the prompts and the arrival times
 
     def __post_init__(self) -> None:
         if self.input_len < 1 or self.output_len < 1:
             raise InputError("A pilot needs input and output lengths of at least 1 token.", "raise them.")
-        if not self.concurrency or min(self.concurrency) < 1:
+        if not self.concurrency and not self.rates:
+            raise InputError("A pilot needs at least one load step.", "pass --concurrency or --rate.")
+        if self.concurrency and min(self.concurrency) < 1:
             raise InputError("Every load step needs a concurrency of 1 or more.", "fix --concurrency.")
+        if self.rates and (min(self.rates) <= 0 or not all(r < float("inf") for r in self.rates)):
+            raise InputError("Every request rate must be a positive number.", "fix --rate.")
+        if self.rates and self.duration_s is None:
+            raise InputError("Open-loop (--rate) steps run for a time.", "pass --duration SECONDS.")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise InputError("The steady window must be longer than 0 s.", "fix --duration.")
+        if self.warmup_s < 0 or self.cooldown_s < 0:
+            raise InputError("Warm-up and cool-down cannot be negative.", "fix --warmup / --cooldown.")
+        if self.arrival not in ("poisson", "constant"):
+            raise InputError(f"Unknown arrival process {self.arrival!r}.", "use poisson or constant.")
         if self.requests_per_step < 1:
             raise InputError("Each step needs at least one request.", "raise --requests.")
         if self.api not in ("completions", "chat"):
@@ -70,6 +94,7 @@ class LoadPlan:
         out = asdict(self)
         out["schema"] = SCHEMA
         out["concurrency"] = list(self.concurrency)
+        out["rates"] = list(self.rates)
         out["notes"] = list(self.notes)
         return out
 
@@ -91,6 +116,12 @@ class LoadPlan:
                 api=str(raw.get("api", "completions")),
                 ignore_eos=bool(raw.get("ignore_eos", True)),
                 notes=tuple(raw.get("notes", ())),
+                duration_s=None if raw.get("duration_s") is None else float(raw["duration_s"]),
+                warmup_s=float(raw.get("warmup_s", 0.0)),
+                cooldown_s=float(raw.get("cooldown_s", 0.0)),
+                rates=tuple(float(r) for r in raw.get("rates", ())),
+                arrival=str(raw.get("arrival", "poisson")),
+                seed=int(raw.get("seed", 0)),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise DataFileError(
@@ -109,20 +140,9 @@ def default_plan(
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
     """A JSON object Silica wrote (pilot result, prediction, monitor report); anything else is one line."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise DataFileError(f"Cannot read {what} {path}: {err.strerror}.", "check the path.") from err
-    except UnicodeDecodeError as err:  # a binary file: not a ValueError the guard knows as bad input
-        raise DataFileError(
-            f"{what.capitalize()} {path} is not JSON: it is not UTF-8 text (byte {err.start}).",
-            "pass the file Silica wrote.",
-        ) from err
-    except json.JSONDecodeError as err:
-        raise DataFileError(
-            f"{what.capitalize()} {path} is not JSON: {err.msg} (line {err.lineno}).",
-            "pass the file Silica wrote.",
-        ) from err
+    from silica._files import parse_json, read_text
+
+    raw = parse_json(read_text(path, what, "the file Silica wrote"), path, "the file Silica wrote")
     if not isinstance(raw, dict):
         raise DataFileError(
             f"{what.capitalize()} {path} is not a JSON object.", "pass the file Silica wrote."

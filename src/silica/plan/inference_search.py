@@ -342,11 +342,14 @@ def _estimate(
     month = cost.usd_per_month(usd_h, groups)
     ttft_ms = float(perf.ttft_s[i] * 1e3)
     tpot_ms = float(perf.tpot_s[i] * 1e3) if wl.output_len > 0 else None
+    # Physical bounds (`InferencePerf`): no band reaches past peak FLOPs or peak HBM bandwidth.
+    replica = float(perf.replica_output_tok_s[i])
+    fastest = float(perf.replica_output_tok_s_ceiling[i]) / replica if replica > 0 else None
     bands = {
-        "ttft_ms": band(target, "ttft_ms", ttft_ms),
-        "tpot_ms": band(target, "tpot_ms", tpot_ms),
-        "output_tokens_per_s": band(target, SERVING_METRICS, throughput),
-        "usd_per_1m_output_tokens": band(target, SERVING_METRICS, per_1m_out, invert=True),
+        "ttft_ms": band(target, "ttft_ms", ttft_ms, floor=float(perf.ttft_floor_s[i] * 1e3)),
+        "tpot_ms": band(target, "tpot_ms", tpot_ms, floor=float(perf.tpot_floor_s[i] * 1e3)),
+        "output_tokens_per_s": band(target, SERVING_METRICS, throughput, fastest=fastest),
+        "usd_per_1m_output_tokens": band(target, SERVING_METRICS, per_1m_out, invert=True, fastest=fastest),
     }
     return InferenceEstimate(
         model=model.id,

@@ -10,7 +10,7 @@ from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import Calibration, FamilyParams, load_calibration
+from silica.perf.calibration import Calibration, FamilyParams, clip_band, load_calibration
 from silica.perf.stacks import Stack, resolve_stack
 from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
@@ -216,12 +216,27 @@ def price_used(target: Target) -> PriceUsed | None:
 
 
 def band(
-    target: Target, metric: str | tuple[str, ...], value: float | None, invert: bool = False
+    target: Target,
+    metric: str | tuple[str, ...],
+    value: float | None,
+    invert: bool = False,
+    *,
+    floor: float | None = None,
+    fastest: float | None = None,
 ) -> Band | None:
-    """The p10-p90 band of `value` from the validation error of the target's chip family on `metric`."""
+    """The p10-p90 band of `value` from the validation error of the target's chip family on `metric`,
+    cut at the physical bounds (`clip_band`).
+
+    `floor`: a time metric's least possible value. `fastest`: how many times faster than predicted
+    the speed that `value` measures (or, with `invert`, that a cost is derived from) could
+    physically run; it caps the speed's band high (and so the cost's band low).
+    """
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric)
+    if fastest is not None:
+        high = min(high, max(fastest, 1.0))
     if invert:  # a cost moves opposite to the speed it is derived from
         return Band(low=value / high, high=value / low)
-    return Band(low=value * low, high=value * high)
+    lo, hi = clip_band(value, low, high, floor=floor)
+    return Band(low=lo, high=hi)

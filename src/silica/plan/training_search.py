@@ -6,6 +6,7 @@ memory and meets the deadline; ties go to the faster one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -78,6 +79,18 @@ def search_training(
     pp: int | None = None,
     ep: int | None = None,
 ) -> list[TrainingEstimate]:
+    if wl.virtual_stages > 1 and pp == 1:
+        raise InputError(
+            f"--vp {wl.virtual_stages} interleaves model chunks across pipeline stages, but --pp 1 has "
+            "one stage.",
+            "drop --vp, or pass --pp 2 or more.",
+        )
+    if wl.seq_len > model.max_positions:
+        raise InputError(
+            f"--seq-len {wl.seq_len:,} is beyond {model.id}'s {model.max_positions:,} positions "
+            "(max_position_embeddings): the model cannot be trained at that length.",
+            f"pass --seq-len {model.max_positions} or less, or a model with longer context.",
+        )
     tp_options = tp_choices(model, targets, tp)
     if pp is not None and count is not None:
         check_layout(targets, tp_options, pp, count)
@@ -246,6 +259,9 @@ def _estimate(
     train_days = float(days[j]) if wl.tokens else None
     per_run = cost.usd_per_run(usd_h, train_days)
     tok = float(step.tokens_per_s_per_chip[j])
+    # No band promises more than 100% MFU: the speed could at most be 1 / MFU times faster.
+    mfu = float(step.mfu[j])
+    fastest = 1.0 / mfu if mfu > 0 and math.isfinite(mfu) else None
     return TrainingEstimate(
         model=model.id,
         instance=target.instance.id,
@@ -273,23 +289,23 @@ def _estimate(
         bands={
             k: v
             for k, v in {
-                "tokens_per_s_per_chip": band(target, "train_tok_s_per_chip", tok),
-                "train_days": band(target, "train_tok_s_per_chip", train_days, invert=True),
-                "usd_per_run": band(target, "train_tok_s_per_chip", per_run, invert=True),
+                "tokens_per_s_per_chip": band(target, "train_tok_s_per_chip", tok, fastest=fastest),
+                "train_days": band(target, "train_tok_s_per_chip", train_days, invert=True, fastest=fastest),
+                "usd_per_run": band(target, "train_tok_s_per_chip", per_run, invert=True, fastest=fastest),
             }.items()
             if v is not None
         },
         calibration=target.calibration_note,
         engine=target.engine,
         assumptions=_assumptions(wl, target, wl.deadline_days or DEFAULT_DEADLINE_DAYS, full_recompute)
-        + _mfu_note(wl, target, float(step.mfu[j])),
+        + _mfu_note(wl, target, float(step.mfu[j]), model.is_moe),
     )
 
 
-def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float) -> tuple[str, ...]:
-    """Say so when the MFU is beyond every published measurement of the chip family."""
+def _mfu_note(wl: TrainingWorkload, target: Target, mfu: float, moe: bool) -> tuple[str, ...]:
+    """Say so when the MFU is beyond every published measurement of the chip family (same kind of model)."""
     flops_dtype = precision("bf16", wl.compute_dtype).flops_dtype
-    note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu)
+    note = target.calibration.mfu_check(target.chip.family, flops_dtype, mfu, moe)
     return (note,) if note else ()
 
 

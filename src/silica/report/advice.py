@@ -268,7 +268,7 @@ def _family_rows(a: WorkloadAdvice, names: Sequence[str]) -> Iterable[list[str]]
         o = best.option
         if o is None:
             why = "; ".join(reason_html(r, names) for r in best.reasons)
-            yield [text(group), "none", "n/a", "n/a", "n/a", "n/a", "no option", why]
+            yield [text(group), "none", "n/a", "n/a", "n/a", "n/a", "no option", "n/a", "n/a", "n/a", why]
             continue
         notes = "; ".join(reason_html(r, names) for r in [*best.reasons, *o.reasons]) or "none"
         yield [
@@ -280,8 +280,29 @@ def _family_rows(a: WorkloadAdvice, names: Sequence[str]) -> Iterable[list[str]]
             _payback_cell(o),
             text(o.status)
             + (f" (break-even {price(o.breakeven_usd_per_hour)})" if o.status == "unpriced" else ""),
+            *_energy_cells(o),
             notes,
         ]
+
+
+def _energy_cells(o: Option) -> list[str]:
+    """W per instance, joules per token (output, or training) and kgCO2e per 1M output tokens of the
+    option's estimate (`plan.energy`); a chip with no published power says so, never shows a number."""
+    e = o.estimate.energy if o.estimate is not None else None
+    if e is None:
+        return ["n/a", "n/a", "n/a"]
+    if not e.known:
+        return ["power unpublished"] * 3
+
+    def fig(value: float | None, spec: str) -> str:
+        return "n/a" if value is None else format(value, spec)
+
+    per_token = e.j_per_output_token if e.j_per_output_token is not None else e.j_per_training_token
+    return [
+        fig(e.instance_power_w, ",.0f"),
+        fig(per_token, ",.3g"),
+        fig(e.kg_co2e_per_1m_output_tokens, ",.3g"),
+    ]
 
 
 def _option_rows(options: Iterable[Option], names: Sequence[str]) -> Iterable[list[str]]:
@@ -327,10 +348,13 @@ def _workload_section(a: WorkloadAdvice, advice: Advice) -> str:
                 "migration",
                 "payback",
                 "status",
+                "W / instance",
+                "J / output token" if a.task != "training" else "J / training token",
+                "kgCO2e / 1M out",
                 "notes",
             ],
             _family_rows(a, names),
-            numeric=(2, 3, 4, 5),
+            numeric=(2, 3, 4, 5, 7, 8, 9),
         ),
         _bar_figure(
             _cost_bars(a),

@@ -11,7 +11,17 @@ from silica.report.advice import payback_text, steps_text
 from silica.report.claims import source_line
 from silica.report.page import Meta
 
-__all__ = ["advice_markdown", "claims_markdown", "md_table"]
+__all__ = ["advice_markdown", "claims_markdown", "md_name", "md_table"]
+
+_MD_SPECIAL = str.maketrans(
+    {c: "\\" + c for c in "\\`*_[]{}()#+!|~>"} | {"<": "&lt;", "&": "&amp;", "\n": " ", "\r": " "}
+)
+
+
+def md_name(value: object) -> str:
+    """A name the user chose (workload, deployment, file), shown literally in Markdown: no emphasis,
+    link, heading, table break or raw HTML (`<img onerror=...>`) can come from it."""
+    return str(value).translate(_MD_SPECIAL)
 
 
 def _cell(value: object) -> str:
@@ -26,7 +36,16 @@ def md_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]
 
 def advice_markdown(advice: Advice, meta: Meta) -> str:
     """The `silica advise --md` report."""
-    lines = ["# Silica advice", "", meta.line(), "", f"Inventory: `{advice.inventory}`", "", "## Summary", ""]
+    lines = [
+        "# Silica advice",
+        "",
+        meta.line(),
+        "",
+        f"Inventory: {md_name(advice.inventory)}",
+        "",
+        "## Summary",
+        "",
+    ]
     lines += md_table(
         [
             "workload",
@@ -39,7 +58,7 @@ def advice_markdown(advice: Advice, meta: Meta) -> str:
         ],
         (
             [
-                a.name,
+                md_name(a.name),
                 f"**{a.verdict}**",
                 money(a.current.monthly_usd),
                 *steps_text(a),
@@ -68,7 +87,12 @@ def advice_markdown(advice: Advice, meta: Meta) -> str:
 
 
 def _workload(a: WorkloadAdvice) -> list[str]:
-    lines = [f"## {a.name}: {a.verdict}", "", f"{a.model}, {a.task}. Today: {a.current.basis}.", ""]
+    lines = [
+        f"## {md_name(a.name)}: {a.verdict}",
+        "",
+        f"{md_name(a.model)}, {a.task}. Today: {md_name(a.current.basis)}.",
+        "",
+    ]
     lines += [f"- {_reason(r)}" for r in a.reasons] + [""]
     rows = []
     for group, best in a.best.items():

@@ -196,10 +196,10 @@ def _section(d: DeploymentReport) -> str:
             _table(("chip", "mean busy"), ([_t(c), f"{u * 100:.0f}%"] for c, u in d.chips), numeric=(1,))
         )
         parts.append("</div>")
-    if d.gaps or d.missing:
+    if d.gaps or d.missing or d.resets:
         parts.append(
             "<h3>Gaps in the data</h3><ul>"
-            + "".join(f"<li>{_t(g)}</li>" for g in (*d.gaps, *d.missing))
+            + "".join(f"<li>{_t(g)}</li>" for g in (*d.gaps, *d.resets, *d.missing))
             + "</ul>"
         )
     parts.append("</section>")
@@ -257,7 +257,9 @@ def monitor_markdown(report: MonitorReport) -> str:
     lines += ["", "## Advice", ""]
     lines += [f"- **{a.kind}**: {a.text}" for a in report.advice] or ["Nothing to change."]
     for d in report.deployments:
-        lines += ["", f"## {d.name}", "", f"Plan: {d.plan.source}", ""]
+        from silica.report.markdown import md_name
+
+        lines += ["", f"## {md_name(d.name)}", "", f"Plan: {md_name(d.plan.source)}", ""]
         lines += md_table(
             (
                 "window",
@@ -271,7 +273,7 @@ def monitor_markdown(report: MonitorReport) -> str:
             ),
             [[_plain(c) for c in row] for row in _window_rows(d)],
         )
-        lines += [f"- gap: {g}" for g in (*d.gaps, *d.missing)]
+        lines += [f"- gap: {g}" for g in (*d.gaps, *d.missing)] + [f"- counter reset: {r}" for r in d.resets]
     if report.notes:
         lines += ["", "## Notes on the data", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(lines) + "\n"

@@ -160,21 +160,28 @@ def load_factory(path: Path, name: str) -> Built:
         raise ScanFailure("factory-import-error", f"cannot import {path}.")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent.resolve()))
+    # A scan reads the user's folder and writes nothing there: no __pycache__ for their file or the
+    # modules it imports (the factory may import more when called, so the call is covered too).
+    bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as err:
-        raise ScanFailure(
-            "factory-import-error", f"importing {path} raised {type(err).__name__}: {err}"
-        ) from err
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as err:
+            raise ScanFailure(
+                "factory-import-error", f"importing {path} raised {type(err).__name__}: {err}"
+            ) from err
+        finally:
+            sys.path.remove(str(path.parent.resolve()))
+        factory = getattr(module, name, None)
+        if not callable(factory):
+            raise ScanFailure("factory-missing", f"{path} defines no callable {name!r}.")
+        try:
+            result = factory()
+        except (Exception, SystemExit) as err:
+            raise ScanFailure("factory-error", f"{name}() raised {type(err).__name__}: {err}") from err
     finally:
-        sys.path.remove(str(path.parent.resolve()))
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise ScanFailure("factory-missing", f"{path} defines no callable {name!r}.")
-    try:
-        result = factory()
-    except (Exception, SystemExit) as err:
-        raise ScanFailure("factory-error", f"{name}() raised {type(err).__name__}: {err}") from err
+        sys.dont_write_bytecode = bytecode
     if not (isinstance(result, tuple | list) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
         raise ScanFailure(
             "factory-bad-return",

@@ -12,7 +12,6 @@ the Python scanner, as source text, never run).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,10 +190,13 @@ def _pyproject(text: str) -> Dependencies:
     for name, n in _dependency_lines(text.splitlines()):
         first.setdefault(normalize(name), n)
     first.pop("python", None)
-    try:
-        declared = _declared(tomllib.loads(text))
-    except ValueError as err:  # tomllib.TOMLDecodeError
-        return list(first.items()), f"not valid TOML ({err}); read line by line"
+    from silica._files import parse_toml
+    from silica.errors import DataFileError
+
+    try:  # nesting beyond the limit (a 3000-deep array) is refused, not a RecursionError
+        declared = _declared(parse_toml(text, "pyproject.toml"))
+    except DataFileError as err:
+        return list(first.items()), f"{err.problem.removeprefix('pyproject.toml ')}; read line by line"
     return [(name, first.get(name)) for name in sorted(declared, key=lambda d: (first.get(d, 0), d))], None
 
 

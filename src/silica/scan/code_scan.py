@@ -175,7 +175,13 @@ def _walk(root: Path, errors: list[OSError]) -> Iterator[tuple[str, str, str]]:
 
 
 def _read(path: str, rel: str) -> tuple[str | None, Finding | None]:
-    try:
+    import stat
+
+    try:  # a FIFO or device in the repo would block or never end: only regular files are read
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None, _info(
+                "skipped-file", "not a regular file", "a FIFO, device or socket; not scanned", rel
+            )
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as err:

@@ -86,6 +86,16 @@ def _read_config(path: Path) -> dict[str, Any]:
     return _clean(raw, str(path))
 
 
+def _refuse_odd_kind(path: Path) -> None:
+    """A FIFO, device or socket named as the subject is refused by its kind (it exists; it is just
+    not something to scan), and an over-long path in one line."""
+    from silica._files import file_kind
+
+    kind = file_kind(path)
+    if kind in ("fifo", "character device", "block device", "socket", "other"):
+        raise InputError(f"{path} is a {kind}, not a model config, a Python file or a folder.", _FIX)
+
+
 def resolve(subject: str) -> ModelSource:
     """Decide what `subject` names. Bad paths and unknown ids raise `InputError` subclasses."""
     if not subject.strip():  # Path("") is the current folder: never scan it by accident
@@ -95,12 +105,14 @@ def resolve(subject: str) -> ModelSource:
     m = _FACTORY.match(subject)
     if m:
         path = Path(m["path"])
+        _refuse_odd_kind(path)
         if not path.is_file():
             raise InputError(
                 f"Factory file {path} does not exist.", "pass FILE.py:FACTORY with an existing file."
             )
         return ModelSource("factory", subject, path=path, factory=m["name"])
     path = Path(subject)
+    _refuse_odd_kind(path)
     if path.is_dir():
         return ModelSource("code", subject, path=path)
     if path.is_file() and path.suffix == ".py":

@@ -80,14 +80,21 @@ def table(
 
 
 def bar_band_chart(
-    items: Sequence[Mapping[str, Any]], *, title: str, unit: str, money: bool = True, compact: bool = False
+    items: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    unit: str,
+    money: bool = True,
+    compact: bool = False,
+    key: str = "chart",
 ) -> str:
     """Horizontal bars in rank order on the ranking's own cost, each with its p10-p90 whisker.
 
     `items` are the library's `Comparison.ranked()` rows (value, low, high, tie). A row whose band
     overlaps the leader's is drawn pale and labelled "tie with #1": the model cannot tell them apart.
     The axis starts at zero with round ticks. `compact` stacks each label above its bar so the chart
-    stays readable on a phone instead of being shrunk or cut.
+    stays readable on a phone instead of being shrunk or cut. `key` keeps the title's id unique when
+    a page has more than one chart.
     """
     if not items:
         return ""
@@ -114,7 +121,7 @@ def bar_band_chart(
     head = 16 * len(lines) + 24
     height = head + row_h * len(items) + 40
     kind = "chart-narrow" if compact else "chart-wide"
-    ident = f"chart-title-{'n' if compact else 'w'}"
+    ident = f"{key}-title-{'n' if compact else 'w'}"
     parts = [
         f'<svg class="chart {kind}" viewBox="0 0 {width} {height}" role="img" aria-labelledby="{ident}">'
         f'<title id="{ident}">{esc(title)}</title>',

@@ -74,7 +74,11 @@ class Guard:
             if too_big:
                 return  # the app's answer to a cut-off body is replaced by the 413 below
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *_HEADERS]
+                extra = list(_HEADERS)
+                given = {k.lower() for k, _ in message.get("headers", [])}
+                if not path.startswith("/static/") and b"cache-control" not in given:
+                    extra.append((b"cache-control", b"no-store"))  # history, records: never cached
+                message["headers"] = [*message.get("headers", []), *extra]
                 started = True
             await send(message)
 
@@ -141,6 +145,9 @@ class Guard:
                     "or not a size. To fix: send a smaller body (inventories and configs are a few KiB).",
                     kind="refused",
                 )
+        site = _cross_site(headers, self.settings.tokens, scope["method"])
+        if site is not None:
+            return problem_response(403, site, kind="refused")
         if not self.settings.tokens or path.startswith(_OPEN_PATHS):
             return None
         if self.settings.token_ok(_token(headers)):
@@ -156,6 +163,58 @@ class Guard:
             kind="unauthorized",
             headers={"www-authenticate": 'Bearer realm="silica"'},
         )
+
+
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def _host_name(value: str) -> str:
+    """The host part of a Host header or an Origin's netloc, lower case, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _loopback_name(host: str) -> bool:
+    from silica.serve.settings import is_loopback
+
+    return host == "localhost" or host.endswith(".localhost") or is_loopback(host)
+
+
+def _cross_site(headers: dict[bytes, bytes], tokens: tuple[str, ...], method: str) -> str | None:
+    """Why a request is refused as cross-site, or None.
+
+    Without tokens the server trusts whoever reaches it, which is only safe when that is this
+    machine's own browser at a loopback name: a Host that is not one is DNS rebinding (another site's
+    name resolved to 127.0.0.1, reading the history), and an Origin that is not one is another site's
+    page posting a form. With tokens, a state-changing request from another origin is refused too
+    (a cookie would be sent along with it).
+    """
+    from urllib.parse import urlsplit
+
+    host = headers.get(b"host", b"").decode("latin-1")
+    origin = headers.get(b"origin", b"").decode("latin-1").strip()
+    if not tokens and host and not _loopback_name(_host_name(host)):
+        return (
+            f"Host {host[:80]!r} is not a loopback name, and this server runs without a token. To fix: "
+            "open it as http://127.0.0.1:PORT or http://localhost:PORT, or start it with an API token."
+        )
+    # The server's own pages are sent with `Referrer-Policy: no-referrer`, under which a browser posts
+    # their forms with `Origin: null`; the browser's own `Sec-Fetch-Site: same-origin` (which no page
+    # can set) tells such a post from a sandboxed frame on another site.
+    fetch_site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+    if origin and method.upper() not in _SAFE_METHODS:
+        parts = urlsplit(origin) if origin != "null" else None
+        same = (parts is not None and parts.netloc.lower() == host.strip().lower()) or (
+            origin == "null" and fetch_site == "same-origin"
+        )
+        if not same and (tokens or parts is None or not _loopback_name(_host_name(parts.netloc))):
+            return (
+                f"A request from another site ({origin[:80]}) may not change this server. To fix: use "
+                "the server's own pages, or call the API without an Origin header (curl, scripts)."
+            )
+    return None
 
 
 def _warm() -> None:

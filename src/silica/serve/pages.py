@@ -165,6 +165,7 @@ def _ranked(result: dict[str, Any]) -> str:
     spec = ",.3f" if by.startswith("usd_per_1m") else ",.0f"
     ranked = {r["rank"]: r for r in result.get("ranked", [])}
     rows: list[list[str]] = []
+    mw_bars: list[dict[str, Any]] = []  # output tokens/s per MW, in the table's order
     for rank, r in enumerate(result.get("results", []), 1):
         cost = ranked.get(rank)
         band = "-"
@@ -199,27 +200,74 @@ def _ranked(result: dict[str, Any]) -> str:
         rows.append(
             [str(rank), esc(r.get("instance")), num(None if cost is None else cost["value"], spec), band,
              esc(r.get("count")), esc(r.get("chip")), esc(layout), *perf, num(r.get("usd_per_hour")), *extra,
-             esc(note)]
+             *_energy_cells(r.get("energy") or {}, training), esc(note)]
         )  # fmt: skip
+        energy = r.get("energy") or {}
+        if r.get("feasible") and energy.get("output_tokens_per_s_per_mw") is not None and len(mw_bars) < 12:
+            mw_bars.append(
+                {
+                    "rank": rank,
+                    "count": r.get("count"),
+                    "instance": r.get("instance"),
+                    "value": energy["output_tokens_per_s_per_mw"],
+                    "low": energy.get("output_tokens_per_s_per_mw_low"),
+                    "high": energy.get("output_tokens_per_s_per_mw_high"),
+                }
+            )
     head = ["#", "instance", short.get(by, "$/1M out"), "p10-p90", "n", "chip", "layout"]
     head += ["tok/s/chip", "days"] if training else ["TTFT ms", "TPOT ms", "out tok/s"]
-    head += ["$/h", *(["$/1M out", "instances"] if loaded else []), "note"]
+    head += ["$/h", *(["$/1M out", "instances"] if loaded else [])]
+    head += [*(ENERGY_HEAD_TRAINING if training else ENERGY_HEAD), "note"]
     n_perf = 2 if training else 3
-    numeric = [0, 2, 3, 4, *range(7, 7 + n_perf + 1 + 2 * loaded)]
+    n_energy = len(ENERGY_HEAD_TRAINING if training else ENERGY_HEAD)
+    numeric = [0, 2, 3, 4, *range(7, 7 + n_perf + 1 + 2 * loaded + n_energy)]
     bars = list(ranked.values())[:12]
     ties = sum(1 for b in bars if b.get("tie"))
     title = f"First {len(bars)} in rank order: {unit}, p10-p90 bands" + (
         f"; {ties} tie with #1" if ties else ""
     )
     charts = "".join(bar_band_chart(bars, title=title, unit=unit, compact=c) for c in (False, True))
+    mw_title = "Output tok/s per MW of IT power, in the table's order, p10-p90 bands"
+    mw_charts = "".join(
+        bar_band_chart(mw_bars, title=mw_title, unit="tok/s/MW", money=False, compact=c, key="mw")
+        for c in (False, True)
+    )
     caption = f"{result.get('model')}: {result.get('task')}, every instance type ranked by {unit}"
+    mw_figure = (
+        f'<figure class="chart-box" role="group" aria-label="Tokens per MW chart">{mw_charts}</figure>'
+        if mw_bars
+        else ""
+    )
     return (
         f'<section class="ranked" aria-label="Results"><h2>Ranked</h2>'
         f'<figure class="chart-box" role="group" aria-label="Chart">{charts}<figcaption class="small">'
         'Bars in the table\'s order; whiskers are p10-p90 bands. A pale bar, "tie with #1", overlaps the '
         "leader's band: within the model's validation error the two cannot be told apart.</figcaption></figure>"
+        f"{mw_figure}"
         f"{table(head, rows, numeric=numeric, caption=caption)}</section>"
     )
+
+
+ENERGY_HEAD = ["W/inst.", "J/out tok", "out tok/s/MW", "kgCO2e/1M"]
+ENERGY_HEAD_TRAINING = ["W/inst.", "J/train tok", "MWh/run"]
+
+
+def _energy_cells(energy: dict[str, Any], training: bool) -> list[str]:
+    """Power, energy per token, tokens per MW and carbon of one option (plan.energy's figures); an
+    unpublished chip power shows as dashes, never a number."""
+    watts = num(energy.get("instance_power_w"), ",.0f")
+    if training:
+        return [
+            watts,
+            num(energy.get("j_per_training_token"), ",.3g"),
+            num(energy.get("mwh_per_run"), ",.1f"),
+        ]
+    return [
+        watts,
+        num(energy.get("j_per_output_token"), ",.3g"),
+        num(energy.get("output_tokens_per_s_per_mw"), ",.0f"),
+        num(energy.get("kg_co2e_per_1m_output_tokens"), ",.3g"),
+    ]
 
 
 @router.get("/compare", response_class=HTMLResponse)

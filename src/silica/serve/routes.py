@@ -165,8 +165,9 @@ def _json(result: Any) -> Response:
 
 @router.get("/health", tags=["server"])
 def health(request: Request) -> dict[str, Any]:
-    """Liveness, and which store the server writes to."""
-    return {"status": "ok", "database": actions.store_display(request.app.state.settings)}
+    """Liveness, and the kind of store (open without a token, so no path or URL: `history` names it)."""
+    display = actions.store_display(request.app.state.settings)
+    return {"status": "ok", "database": display.split(":", 1)[0].split("+", 1)[0]}
 
 
 @router.post("/estimate", tags=["plan"])

@@ -38,13 +38,9 @@ def load_tokens(token_file: Path | None = None) -> tuple[str, ...]:
     tokens = [t.strip() for t in os.environ.get(ENV_TOKENS, "").split(",") if t.strip()]
     path = token_file or (Path(os.environ[ENV_TOKEN_FILE]) if os.environ.get(ENV_TOKEN_FILE) else None)
     if path is not None:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(
-                f"Cannot read the token file {path}: {getattr(err, 'strerror', None) or err}.",
-                "give a readable UTF-8 file with one token a line.",
-            ) from None
+        from silica._files import read_text
+
+        lines = read_text(path, "token file", "a UTF-8 file with one token a line").splitlines()
         tokens += [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     short = [t for t in tokens if len(t) < MIN_TOKEN_CHARS]
     if short:

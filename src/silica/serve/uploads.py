@@ -11,7 +11,6 @@ than any real inventory or fleet file, or when it points at a file outside the u
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -54,14 +53,13 @@ def utf8_text(data: bytes, label: str, what: str) -> str:
 
 def check_json_object(text: str, label: str) -> dict[str, Any]:
     """A JSON object, or a 422 naming the line where it stops being one."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ProblemError(
-            422,
-            f"{label} is not valid JSON (line {err.lineno}: {err.msg}).",
-            "upload a Hugging Face config.json.",
-        ) from None
+    from silica._files import parse_json
+    from silica.errors import DataFileError
+
+    try:  # huge integers, NaN and nesting (100,000-deep JSON) are a 422 too, never a 500
+        value = parse_json(text, label, "a Hugging Face config.json")
+    except DataFileError as err:
+        raise ProblemError(422, err.problem, "upload a Hugging Face config.json.") from None
     if not isinstance(value, dict):
         raise ProblemError(
             422,

@@ -116,10 +116,14 @@ def from_trace(path: Path, *, limit: int | None = None) -> Requests:
     if path.suffix == ".jsonl":
         trace = traces.load_mooncake(path)
     else:
-        try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                head = handle.readline()
-        except OSError:
+        from silica._files import read_head
+        from silica.errors import SilicaError
+
+        try:  # the first line says which format; the loader then reads the file through the same layer
+            head = read_head(path, 4096, "trace CSV", "a CSV of timestamps and token counts").decode(
+                "utf-8", "replace"
+            )
+        except SilicaError:
             head = ""  # the loader reports the unreadable path with its fix
         trace = traces.load_azure_llm(path) if "TIMESTAMP" in head else traces.load_request_csv(path)
     keep = slice(None) if limit is None else slice(0, limit)

@@ -113,7 +113,8 @@ class Store:
         self.url = database_url(url)
         try:
             parsed = make_url(self.url)
-        except ArgumentError:
+            parsed.port  # noqa: B018 - a port that is not a number raises here, not at first use
+        except (ArgumentError, ValueError):
             raise StoreError(
                 f"{self.url!r} is not a database URL.", f"set {ENV_URL} to e.g. sqlite:///path.db."
             ) from None
@@ -137,6 +138,7 @@ class Store:
         from alembic.config import Config
         from alembic.runtime.migration import MigrationContext
         from alembic.script import ScriptDirectory
+        from alembic.util.exc import CommandError
 
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
@@ -153,10 +155,17 @@ class Store:
                     return
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
+        except CommandError as err:  # a revision this Silica does not know: newer, or another program's
+            raise StoreError(
+                f"The database {self.display_url} was written by a newer Silica or by another program "
+                f"({_first_line(err)}).",
+                f"upgrade Silica; or back the file up and point {ENV_URL} at a new database.",
+            ) from None
         except SQLAlchemyError as err:
             raise StoreError(
                 f"Cannot open database {self.display_url}: {_first_line(err)}.",
-                f"check that it is running and that {ENV_URL} is right.",
+                f"if it is a file, check that it is a Silica store (back it up and move it aside to start "
+                f"afresh); if a server, that it is running and that {ENV_URL} is right.",
             ) from None
 
     @contextmanager
@@ -252,6 +261,11 @@ class Store:
         try:
             with self._sessions() as session:
                 return [_stored(row) for row in session.scalars(query)]
+        except (ValueError, TypeError, KeyError, OverflowError) as err:  # a payload or date not as written
+            raise StoreError(
+                f"The database {self.display_url} holds a record Silica did not write ({_first_line(err)}).",
+                f"back it up and point {ENV_URL} at a new database, or delete the damaged rows.",
+            ) from None
         except SQLAlchemyError as err:
             raise StoreError(
                 f"Could not read {self.display_url}: {_first_line(err)}.", "check the database."

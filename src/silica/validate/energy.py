@@ -84,6 +84,7 @@ class EnergyRow:
     j_per_token: float
     output_tok_s: float  # of the configuration (all its GPUs)
     gpu_power_w: float  # summed over the configuration's GPUs
+    input_len: int = ASSUMED_INPUT_LEN  # ML.ENERGY publishes none; a `silica validate` row may state it
 
     @property
     def power_per_gpu_w(self) -> float:
@@ -96,8 +97,9 @@ def _path() -> Path:
 
 def read_energy_rows(path: str | Path | None = None) -> tuple[list[EnergyRow], list[str]]:
     """Configurations of the ML.ENERGY file, and one line per configuration that cannot be used."""
-    with open(path or _path(), newline="", encoding="utf-8") as fh:
-        raw = list(csv.DictReader(fh))
+    from silica._files import csv_text
+
+    raw = list(csv.DictReader(csv_text(path or _path(), "energy measurements CSV")))
     groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     for r in raw:
         groups[
@@ -194,7 +196,7 @@ def prepare_cases(rows: Sequence[EnergyRow]) -> tuple[list[EnergyCase], list[str
         try:
             cat, instance, count = _single(catalog, row.chip, row.gpus)
             wl = InferenceWorkload(
-                input_len=ASSUMED_INPUT_LEN,
+                input_len=row.input_len,
                 output_len=max(round(row.output_len), 1),
                 batch=row.batch,
                 weight_dtype=row.dtype,  # type: ignore[arg-type]

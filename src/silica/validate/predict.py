@@ -27,7 +27,7 @@ from silica.catalog.systems import spread_system
 from silica.errors import InputError, SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, load_calibration
+from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, clip_band, load_calibration
 from silica.perf.precision import precision
 from silica.perf.stacks import default_stack, load_stacks, stack_of_source
 from silica.plan.grid import BATCHES, Grid
@@ -35,6 +35,7 @@ from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
 from silica.plan.training_search import evaluate_training
 from silica.validate.benchmarks import BenchmarkRow
+from silica.validate.energy_rows import ENERGY_METRICS, predict_energy_row
 from silica.workload import InferenceWorkload, TrainingWorkload
 
 __all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare", "row_stack", "stack_group"]
@@ -43,6 +44,7 @@ Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 ENCODER_METRICS = {"encoder_seq_s", "encoder_latency_ms"}
 TRAINING_METRICS = {"train_tok_s_per_chip", "train_model_tflops_per_chip"}
+TIME_METRICS = {"ttft_ms", "tpot_ms", "encoder_latency_ms"}  # lower is faster; the rest are rates
 # A target's calibration object only supplies bands to a finished estimate; evaluation reads
 # `Target.params`, which the fit replaces per candidate.
 _NO_BANDS = Calibration(params={}, bands={}, fitted_rows={}, generated_by="validate", as_of="", source="")
@@ -300,8 +302,13 @@ def _build(
     )
 
 
-def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
-    """One predicted value per row of the group, under one parameter set per target."""
+def _evaluate(g: _Group, params: Sequence[FamilyParams], bound: bool = False) -> Array:
+    """One predicted value per row of the group, under one parameter set per target.
+
+    `bound`: instead, the physical limit of each row's metric (peak FLOPs, peak HBM bandwidth,
+    100% MFU; `perf.kernels.PhaseSeconds.floor`): the least possible time of a time metric, the
+    highest possible rate of a speed metric. No band may reach past it.
+    """
     targets = [replace(t, params=p) for t, p in zip(g.targets, params, strict=True)]
     grid = g.grid
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
@@ -313,6 +320,8 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
         peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) for t in targets])[grid.inst]
         # The source's model TFLOP/s per chip is the MFU `estimate` reports times the chip's peak.
         value = np.where(metric == 6, step.tokens_per_s_per_chip, step.mfu * peak)
+        if bound:  # 100% MFU
+            value = np.where(metric == 6, step.tokens_per_s_per_chip / step.mfu, peak)
         value = np.where(dp >= 1, value, np.nan)
         return _per_row(g, value, "first")
     wl = g.workload
@@ -320,17 +329,16 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams]) -> Array:
     # Replicas as `search_inference` counts them; fewer than one means the layout does not exist.
     replicas = np.floor(units / (grid.tp * g.pp))
     replicas = np.where(replicas >= 1, replicas, np.nan)
+    ttft, tpot, tok_s = perf.ttft_s, perf.tpot_s, perf.replica_output_tok_s
+    if bound:
+        ttft, tpot, tok_s = perf.ttft_floor_s, perf.tpot_floor_s, perf.replica_output_tok_s_ceiling
     if g.kind == "encoder":
-        value = np.where(metric == 4, replicas * grid.batch / perf.ttft_s, perf.ttft_s * 1e3)
+        value = np.where(metric == 4, replicas * grid.batch / ttft, ttft * 1e3)
         return _per_row(g, value, "first")
     if g.kind == "max":
-        value = np.where(perf.fits, replicas * perf.replica_output_tok_s, -np.inf)
+        value = np.where(perf.fits, replicas * tok_s, -np.inf)
         return _per_row(g, value, "max")
-    value = np.where(
-        metric == 0,
-        perf.ttft_s * 1e3,
-        np.where(metric == 1, perf.tpot_s * 1e3, replicas * perf.replica_output_tok_s),
-    )
+    value = np.where(metric == 0, ttft * 1e3, np.where(metric == 1, tpot * 1e3, replicas * tok_s))
     return _per_row(g, value, "first")
 
 
@@ -360,8 +368,9 @@ class Prepared:
     skipped: dict[int, str]
     groups: list[_Group]
 
-    def predict(self, calibration: Calibration, only: set[str] | None = None) -> Array:
-        """Predicted value per row (nan where skipped or infeasible).
+    def predict(self, calibration: Calibration, only: set[str] | None = None, bound: bool = False) -> Array:
+        """Predicted value per row (nan where skipped or infeasible); with `bound`, each row's
+        physical limit instead (`_evaluate`).
 
         Each row takes the calibration entry `Calibration.resolve` gives its chip family and stack.
         `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
@@ -382,7 +391,7 @@ class Prepared:
             if only is not None and not only.intersection(key for _, key in entries):
                 continue
             with np.errstate(all="ignore"):
-                out[list(g.rows)] = _evaluate(g, [p for p, _ in entries])
+                out[list(g.rows)] = _evaluate(g, [p for p, _ in entries], bound)
         return out
 
 
@@ -391,16 +400,31 @@ def predict_rows(
 ) -> list[Prediction]:
     catalog = catalog or load_catalog()
     calibration = calibration or load_calibration()
-    prepared = prepare(rows, catalog)
+    perf = [i for i, r in enumerate(rows) if r.metric not in ENERGY_METRICS]
+    prepared = prepare([rows[i] for i in perf], catalog)
     values = prepared.predict(calibration)
+    limits = prepared.predict(calibration, bound=True)
+    at = {i: k for k, i in enumerate(perf)}  # row index -> index among the performance rows
     out = []
     for i, row in enumerate(rows):
-        if i in prepared.skipped:
-            out.append(Prediction(row, None, prepared.skipped[i]))
-        elif not np.isfinite(values[i]) or values[i] <= 0:
+        if i not in at:  # an energy row: the power model's, not the performance calibration's
+            found = predict_energy_row(row, catalog)
+            if found[0] is None:
+                out.append(Prediction(row, None, found[1]))
+            else:
+                v, low, high = found
+                out.append(Prediction(row, v, None, low, high))
+            continue
+        k = at[i]
+        if k in prepared.skipped:
+            out.append(Prediction(row, None, prepared.skipped[k]))
+        elif not np.isfinite(values[k]) or values[k] <= 0:
             out.append(Prediction(row, None, "no configuration fits in memory"))
         else:
             low, high = calibration.band(catalog.chips[row.chip].family, row.metric)
-            v = float(values[i])
-            out.append(Prediction(row, v, None, v * low, v * high))
+            v, limit = float(values[k]), float(limits[k])
+            # A time metric's band stops at its floor, a speed metric's at its ceiling.
+            timed = row.metric in TIME_METRICS
+            lo, hi = clip_band(v, low, high, floor=limit if timed else None, ceiling=None if timed else limit)
+            out.append(Prediction(row, v, None, lo, hi))
     return out

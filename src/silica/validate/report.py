@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 
 from silica.catalog.schema import Catalog
+from silica.errors import DataFileError
 from silica.perf.calibration import Calibration
 from silica.validate.benchmarks import read_benchmarks
+from silica.validate.energy_rows import ENERGY_METRICS, is_mlenergy, mlenergy_rows
 from silica.validate.predict import Prediction, predict_rows
 
 __all__ = ["ValidationReport", "summarize", "validate", "write_predictions"]
@@ -29,6 +31,7 @@ class ValidationReport:
     by_chip: dict[str, dict[str, Any]]
     by_metric: dict[str, dict[str, Any]]
     by_source: dict[str, dict[str, Any]]
+    energy: dict[str, Any]  # energy and power rows (the power model), kept out of the headline figures
     skipped_rows: list[dict[str, str]]
     predictions: tuple[Prediction, ...]
 
@@ -42,6 +45,7 @@ class ValidationReport:
             "by_chip": self.by_chip,
             "by_metric": self.by_metric,
             "by_source": self.by_source,
+            "energy": self.energy,
             "skipped_rows": self.skipped_rows,
         }
 
@@ -55,6 +59,8 @@ def _stats(apes: Sequence[float]) -> dict[str, Any]:
 
 def summarize(predictions: Sequence[Prediction]) -> ValidationReport:
     done = [p for p in predictions if p.ape is not None]
+    energy = [p.ape or 0.0 for p in done if p.row.metric in ENERGY_METRICS]
+    performance = [p.ape or 0.0 for p in done if p.row.metric not in ENERGY_METRICS]
     by: dict[str, dict[str, list[float]]] = {
         "chip": defaultdict(list),
         "metric": defaultdict(list),
@@ -65,16 +71,21 @@ def summarize(predictions: Sequence[Prediction]) -> ValidationReport:
         by["chip"][p.row.chip].append(ape)
         by["metric"][p.row.metric].append(ape)
         by["source"][p.row.source].append(ape)
-    overall = _stats([p.ape or 0.0 for p in done])
+    overall = _stats(performance)
     return ValidationReport(
         rows=len(predictions),
-        predicted=len(done),
+        predicted=len(done),  # performance and energy rows
         skipped=len(predictions) - len(done),
         median_ape=overall["median_ape"],
         p90_ape=overall["p90_ape"],
         by_chip={k: _stats(v) for k, v in sorted(by["chip"].items())},
         by_metric={k: _stats(v) for k, v in sorted(by["metric"].items())},
         by_source={k: _stats(v) for k, v in sorted(by["source"].items())},
+        energy={
+            "rows": sum(p.row.metric in ENERGY_METRICS for p in predictions),
+            **_stats(energy),
+            "model": "perf.power fractions over the estimate's phases; chip (GPU) power only, no host",
+        },
         skipped_rows=[{"id": p.row.id, "reason": p.skipped or ""} for p in predictions if p.ape is None],
         predictions=tuple(predictions),
     )
@@ -83,7 +94,17 @@ def summarize(predictions: Sequence[Prediction]) -> ValidationReport:
 def validate(
     path: str | Path, calibration: Calibration | None = None, catalog: Catalog | None = None
 ) -> ValidationReport:
-    return summarize(predict_rows(read_benchmarks(path), calibration, catalog))
+    """Predict every row of a measurements CSV (the validation schema, or ML.ENERGY's layout) and
+    summarise the error; energy and power rows go through the power model (`energy_rows`)."""
+    if is_mlenergy(path):
+        rows, _ = mlenergy_rows(path)
+        if not rows:
+            raise DataFileError(
+                f"{path}: no configuration's chip and model are in the catalog.", "check the file."
+            )
+    else:
+        rows = read_benchmarks(path)
+    return summarize(predict_rows(rows, calibration, catalog))
 
 
 def write_predictions(report: ValidationReport, out: str | Path) -> None:
