@@ -28,7 +28,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from fastapi.testclient import TestClient
 
     db = tmp_path_factory.mktemp("workplace") / "store.db"
-    with TestClient(create_app(ServeSettings(store_url=f"sqlite:///{db}"))) as c:
+    app = create_app(ServeSettings(store_url=f"sqlite:///{db}"))
+    with TestClient(app, base_url="http://127.0.0.1") as c:  # a loopback Host, as a browser sends
         yield c
 
 
