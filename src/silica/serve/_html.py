@@ -15,7 +15,15 @@ from silica.text import money_short
 
 __all__ = ["bar_band_chart", "esc", "num", "page", "table"]
 
-_NAV = (("/compare", "Compare"), ("/advise", "Advise"), ("/claims", "Claims"), ("/history", "History"))
+_NAV = (
+    ("/estimate", "Estimate"),
+    ("/compare", "Compare"),
+    ("/catalog", "Catalog"),
+    ("/advise", "Advise"),
+    ("/claims", "Claims"),
+    ("/jobs", "Jobs"),
+    ("/history", "History"),
+)
 
 
 def esc(value: object) -> str:
@@ -46,9 +54,17 @@ def page(title: str, body: str, active: str = "") -> str:
 
 
 def table(
-    head: Sequence[str], rows: Iterable[Sequence[str]], *, numeric: Iterable[int] = (), caption: str = ""
+    head: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    numeric: Iterable[int] = (),
+    caption: str = "",
+    sortable: bool = False,
 ) -> str:
-    """A table whose cells are already-escaped HTML; wide tables scroll inside their own box."""
+    """A table whose cells are already-escaped HTML; wide tables scroll inside their own box.
+
+    `sortable`: silica.js turns each header into a sort button; without the script the table reads
+    the same, in the library's order."""
     right, n = set(numeric), ' class="n"'
     cols = "".join(f'<th scope="col"{n if i in right else ""}>{esc(h)}</th>' for i, h in enumerate(head))
     body = "".join(
@@ -56,9 +72,10 @@ def table(
         for r in rows
     )
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    klass = ' class="sortable"' if sortable else ""
     return (
         f'<div class="scroll" role="region" aria-label="{esc(caption or "table")}" tabindex="0">'
-        f"<table>{cap}<thead><tr>{cols}</tr></thead><tbody>{body}</tbody></table></div>"
+        f"<table{klass}>{cap}<thead><tr>{cols}</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 

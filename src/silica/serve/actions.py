@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from silica import api
 from silica.errors import SilicaError
 from silica.jsonable import plain
-from silica.serve.jobs import Job, Jobs
+from silica.serve.jobs import Job, JobControl, Jobs
 from silica.serve.problems import ProblemError
 from silica.serve.settings import ServeSettings
 from silica.serve.uploads import check_json_object, check_yaml, safe_name, upload_dir, utf8_text
@@ -34,6 +34,7 @@ __all__ = ["AdviceRun", "InventoryUpload", "Reports"]
 T = TypeVar("T")
 MAX_SIM_CELLS = 2_000_000  # pools x steps a request may simulate; beyond it, a sweep job
 MAX_SCANS = 20
+JOB_TIMEOUT_S = 30 * 60  # a job still running after this stops at its next progress report
 
 
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -103,6 +104,10 @@ class Reports:
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
         return key
+
+    def add_page(self, html: str) -> str:
+        """Keep a rendered result page (an advice page) for the GET its POST redirects to."""
+        return self.add(html, "")
 
     def get(self, key: str) -> tuple[str, str]:
         with self._lock:
@@ -238,9 +243,11 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
     def cleanup() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
-    def work() -> Any:
+    def work(control: JobControl) -> Any:
         with _scrubbed(folder):
+            control.report(0.0, "simulating the scenarios")
             result = run_sweep(path, store=False)
+            control.report(0.9, f"storing {len(result.scenarios)} scenarios")
             rows = [("fleet_sweep", r["name"], r) for r in result.scenarios]  # the library's record shape
             ids = open_store(url).record_many(rows)
             return _scrub(plain(replace(result, stored=ids)), folder)
@@ -251,7 +258,7 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
         cleanup()
         raise
     jobs: Jobs = state.jobs
-    return jobs.submit("fleet-sweep", safe_name(filename, "fleet.yaml"), work, cleanup)
+    return jobs.submit("fleet-sweep", safe_name(filename, "fleet.yaml"), work, cleanup, JOB_TIMEOUT_S)
 
 
 def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
@@ -265,11 +272,22 @@ def submit_calibration(state: Any, data: bytes, filename: str | None) -> Job:
     path = folder / "measurements.csv"
     path.write_text(text, encoding="utf-8")
 
-    def work() -> Any:
-        return calibration_to_json(fit_calibration(read_benchmarks(path), command="silica serve calibrate"))
+    def work(control: JobControl) -> Any:
+        rows = read_benchmarks(path)
+        # fit_calibration reports the full fit, then each held-out source: 1 + sources steps in all.
+        steps, done = 1 + len({r.source for r in rows}), [0]
+
+        def progress(source: str) -> None:
+            control.report(done[0] / steps, f"fitting: {source}")
+            done[0] += 1
+
+        fitted = fit_calibration(rows, command="silica serve calibrate", progress=progress)
+        return calibration_to_json(fitted)
 
     jobs: Jobs = state.jobs
-    return jobs.submit("calibrate", label, work, lambda: shutil.rmtree(folder, ignore_errors=True))
+    return jobs.submit(
+        "calibrate", label, work, lambda: shutil.rmtree(folder, ignore_errors=True), JOB_TIMEOUT_S
+    )
 
 
 def store_display(settings: ServeSettings) -> str:

@@ -1,5 +1,11 @@
 """Long work (fleet sweeps, calibration fits) as jobs: `POST` answers 202 at once with a job id, and
-`GET /api/v1/jobs/{id}` says queued, running, done (with the result) or failed (with the problem).
+`GET /api/v1/jobs/{id}` says queued, running, done (with the result), failed (with the problem) or
+cancelled.
+
+Work reports progress through the `JobControl` it is handed (a fraction done and a line saying what),
+and each report is also where a cancel or an overrun of the job's time limit takes effect: a thread
+cannot be stopped from outside, so a running job stops at its next report (`JobCancelled`). A queued
+job is cancelled at once.
 
 One worker thread runs jobs in order, so a burst of sweeps cannot starve the interactive endpoints of
 the machine's few cores. Jobs live in memory: a restart forgets them (their results that the library
@@ -23,9 +29,13 @@ from silica.errors import SilicaError
 from silica.jsonable import plain
 from silica.serve.problems import ProblemError
 
-__all__ = ["Job", "Jobs"]
+__all__ = ["Job", "JobCancelled", "JobControl", "Jobs"]
 
 log = logging.getLogger("silica.serve")
+
+
+class JobCancelled(Exception):
+    """Raised inside a job's work at its next progress report once it is cancelled or over its time."""
 
 
 @dataclass
@@ -33,12 +43,16 @@ class Job:
     id: str
     kind: str
     name: str
-    status: str = "queued"  # queued -> running -> done | failed
+    status: str = "queued"  # queued -> running -> done | failed | cancelled
     submitted: float = field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
     result: Any = None
     error: dict[str, Any] | None = None
+    progress: float | None = None  # 0..1 once the work reports it; unknown stays None
+    stage: str = ""  # what the work is doing now, in its own words
+    timeout_s: float | None = None
+    cancel_requested: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,7 +66,32 @@ class Job:
             "status_url": f"/api/v1/jobs/{self.id}",
             "result": self.result,
             "error": self.error,
+            "progress": self.progress,
+            "stage": self.stage,
+            "timeout_s": self.timeout_s,
+            "cancel_requested": self.cancel_requested,
         }
+
+
+@dataclass
+class JobControl:
+    """What a job's work holds: report progress, and be stopped there when cancelled or overdue."""
+
+    job: Job
+
+    def report(self, done: float | None, stage: str = "") -> None:
+        """Progress `done` in 0..1 (None: unknown) and what is being done; raises `JobCancelled` when
+        the job was cancelled or has run past its time limit."""
+        job = self.job
+        if done is not None:
+            job.progress = min(1.0, max(0.0, float(done)))
+        if stage:
+            job.stage = stage
+        if job.cancel_requested:
+            raise JobCancelled("cancelled by a user")
+        started, limit = job.started, job.timeout_s
+        if limit is not None and started is not None and time.time() - started > limit:
+            raise JobCancelled(f"stopped after its time limit of {job.timeout_s:,.0f} s")
 
 
 class Jobs:
@@ -64,7 +103,14 @@ class Jobs:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silica-job")
         self._max = max_jobs
 
-    def submit(self, kind: str, name: str, work: Callable[[], Any], cleanup: Callable[[], None]) -> Job:
+    def submit(
+        self,
+        kind: str,
+        name: str,
+        work: Callable[[JobControl], Any],
+        cleanup: Callable[[], None],
+        timeout_s: float | None = None,
+    ) -> Job:
         with self._lock:
             active = sum(j.status in ("queued", "running") for j in self._jobs.values())
             if active >= self._max:
@@ -73,18 +119,38 @@ class Jobs:
                     429, f"{active} jobs are already queued or running.", "wait for some to finish."
                 )
             while len(self._jobs) >= self._max:
-                oldest = next(k for k, j in self._jobs.items() if j.status in ("done", "failed"))
+                oldest = next(k for k, j in self._jobs.items() if j.status in ("done", "failed", "cancelled"))
                 del self._jobs[oldest]
-            job = Job(id=uuid.uuid4().hex[:16], kind=kind, name=name)
+            job = Job(id=uuid.uuid4().hex[:16], kind=kind, name=name, timeout_s=timeout_s)
             self._jobs[job.id] = job
         self._pool.submit(self._run, job, work, cleanup)
         return job
 
-    def _run(self, job: Job, work: Callable[[], Any], cleanup: Callable[[], None]) -> None:
-        job.status, job.started = "running", time.time()
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job: a queued one never starts; a running one stops at its next progress report;
+        a finished one is left as it is (a 409 says so)."""
+        job = self.get(job_id)
+        with self._lock:
+            if job.status in ("done", "failed", "cancelled"):
+                raise ProblemError(409, f"Job {job_id} has already {job.status}.", "nothing to cancel.")
+            job.cancel_requested = True
+            if job.status == "queued":
+                job.status, job.finished = "cancelled", time.time()
+                job.error = {"detail": "Cancelled before it started."}
+        return job
+
+    def _run(self, job: Job, work: Callable[[JobControl], Any], cleanup: Callable[[], None]) -> None:
+        with self._lock:
+            if job.status == "cancelled":
+                cleanup()
+                return
+            job.status, job.started = "running", time.time()
         try:
-            job.result = plain(work())
-            job.status = "done"
+            job.result = plain(work(JobControl(job)))
+            job.progress, job.status = 1.0, "done"
+        except JobCancelled as why:
+            job.error = {"detail": f"Job {why}.", "problem": f"Job {why}.", "fix": "start it again."}
+            job.status = "cancelled"
         except SilicaError as err:
             job.error = {"detail": str(err), "problem": err.problem, "fix": err.fix}
             job.status = "failed"

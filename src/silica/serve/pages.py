@@ -59,10 +59,13 @@ def _status_of(err: Exception) -> int:
 def home() -> HTMLResponse:
     body = (
         '<p>Plan, price and prove AI workloads on AWS Trainium, AWS Inferentia and NVIDIA GPUs.</p><ul class="cards">'
+        '<li><a href="/estimate">Estimate</a>: one deployment, its time and memory broken down.</li>'
         '<li><a href="/compare">Compare</a>: every instance type ranked by cost for a model and a load.</li>'
+        '<li><a href="/catalog">Catalog</a>: chips, instances and prices with their sources and dates.</li>'
         '<li><a href="/advise">Advise</a>: verdicts with payback for your inventory of workloads.</li>'
         '<li><a href="/claims">Claims</a>: vendor claims re-derived with Silica\'s own model.</li>'
-        '<li><a href="/history">History</a>: what this team\'s Silica has kept.</li></ul>'
+        '<li><a href="/jobs">Jobs</a>: long work (sweeps, calibration fits), its progress; cancel.</li>'
+        '<li><a href="/history">History</a>: what this team\'s Silica has kept; search, compare two runs.</li></ul>'
         '<p>Scripts and notebooks: the <a href="/api/v1/openapi.json">HTTP API</a> returns the same '
         "documents as <code>silica ... --json</code>.</p>"
     )
@@ -268,7 +271,7 @@ def _energy_cells(energy: dict[str, Any], training: bool) -> list[str]:
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request) -> HTMLResponse:
+def compare_page(request: Request) -> Response:
     params = {k: v for k, v in request.query_params.items()}
     if not params.get("model"):
         return _html(page("Compare instance types", _form(params), "/compare"))
@@ -292,7 +295,13 @@ def compare_page(request: Request) -> HTMLResponse:
         return _html(
             page("Compare instance types", _error_box(str(err)) + _form(params), "/compare"), _status_of(err)
         )
-    return _html(page("Compare instance types", _form(params) + _ranked(result), "/compare"))
+    if params.get("format") == "csv":
+        from silica.serve._csv import csv_response
+
+        return csv_response(result, "compare.csv")
+    query = esc(request.url.query)
+    csv_link = f'<p class="small"><a href="/compare?{query}&amp;format=csv">Download CSV</a></p>'
+    return _html(page("Compare instance types", _form(params) + csv_link + _ranked(result), "/compare"))
 
 
 def _advise_form() -> str:
@@ -321,7 +330,7 @@ async def advise_submit(
     inventory: Annotated[UploadFile | None, File()] = None,
     text: Annotated[str | None, Form()] = None,
     scans: Annotated[list[UploadFile] | None, File()] = None,
-) -> HTMLResponse:
+) -> Response:
     try:
         if text and text.strip():
             inventory = None  # the edit box wins: it holds the file's text, maybe edited
@@ -360,7 +369,15 @@ async def advise_submit(
         + "<h2>Advise another</h2>"
         + _advise_form()
     )
-    return _html(page("Advice", body, "/advise"))
+    # Post-redirect-get: the result page is kept and the browser is sent to it, so reloading it
+    # shows the same page again and stores nothing twice.
+    key = request.app.state.reports.add_page(page("Advice", body, "/advise"))
+    return RedirectResponse(f"/advise/result/{key}", status_code=303)
+
+
+@router.get("/advise/result/{key}", response_class=HTMLResponse)
+def advise_result(request: Request, key: str) -> HTMLResponse:
+    return HTMLResponse(request.app.state.reports.get(key)[0])
 
 
 @router.get("/reports/{key}.html", response_class=HTMLResponse)
@@ -390,15 +407,27 @@ def claims_page() -> HTMLResponse:
 
 
 @router.get("/history", response_class=HTMLResponse)
-def history_page(request: Request, kind: str | None = None) -> HTMLResponse:
+def history_page(request: Request, kind: str | None = None, q: str | None = None) -> Response:
+    """The store's records, newest first: filter by kind, search the names and summaries, tick two
+    to see them side by side (/history/diff)."""
     from silica.store import KINDS
     from silica.store.summary import summarize
 
-    kind = kind or None
+    kind, text = kind or None, (q or "").strip()[:100]
     try:
-        found = actions.history(request.app.state.settings, kind, 200)
+        found = actions.history(request.app.state.settings, kind, 1000 if text else 200)
     except SilicaError as err:
         return _html(page("History", _error_box(str(err)), "/history"), _status_of(err))
+    records = [(r, summarize(r.kind, r.payload)) for r in found["records"]]
+    if text:
+        needle = text.lower()
+        records = [(r, s) for r, s in records if needle in f"{r.kind} {r.name} {s}".lower()][:200]
+    if request.query_params.get("format") == "csv":
+        from silica.serve._csv import csv_response
+
+        found_rows = [{"id": r.id, "created_at": r.created_at.isoformat(), "kind": r.kind, "name": r.name,
+                 "batch": r.batch, "summary": s} for r, s in records]  # fmt: skip
+        return csv_response(found_rows, "history.csv")
     kinds = "".join(
         f'<option value="{k}"{" selected" if k == kind else ""}>{k or "all kinds"}</option>'
         for k in dict.fromkeys(("", *KINDS, "pilot"))
@@ -406,24 +435,47 @@ def history_page(request: Request, kind: str | None = None) -> HTMLResponse:
     form = (
         '<form method="get" action="/history" class="inline" aria-label="Filter">'
         f'<label for="f-kind">Kind</label><select id="f-kind" name="kind">{kinds}</select>'
+        f'<label for="f-q">Search</label><input id="f-q" name="q" type="search" value="{esc(text)}">'
         '<button type="submit">Show</button></form>'
     )
     rows = [
-        [f'<a href="/api/v1/history/{r.id}">{r.id}</a>', esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
-         esc(r.kind), esc(r.name), esc(summarize(r.kind, r.payload))]
-        for r in found["records"]
+        [f'<input type="checkbox" name="pick" value="{r.id}" aria-label="Pick record {r.id}">',
+         f'<a href="/history/{r.id}">{r.id}</a>', esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
+         esc(r.kind), esc(r.name), esc(s)]
+        for r, s in records
     ]  # fmt: skip
-    body = form + (
-        table(
-            ["id", "time (UTC)", "kind", "name", "summary"],
+    query = esc(request.url.query)
+    csv_link = f'<p class="small"><a href="/history?{query}&amp;format=csv">Download CSV</a></p>'
+    listing = (
+        '<form method="get" action="/history/pick" aria-label="Compare two records">'
+        + table(
+            ["pick", "id", "time (UTC)", "kind", "name", "summary"],
             rows,
-            numeric=[0],
-            caption=f"Newest first, {found['database']}",
+            numeric=[1],
+            caption=f"Newest first, {len(rows)} records",
+            sortable=True,
         )
+        + '<p><button type="submit">Compare the two ticked records</button></p></form>'
+    )
+    body = form + (
+        csv_link + listing
         if rows
-        else f"<p>No records yet in {esc(found['database'])}. Runs of advise, claims, fleet sweep, pilot and monitor are kept here.</p>"
+        else "<p>No records found. Runs of advise, claims, fleet sweep, pilot and monitor are kept here.</p>"
     )
     return _html(page("History", body, "/history"))
+
+
+@router.get("/history/pick")
+def history_pick(request: Request) -> Response:
+    """The ticked records to the diff page (a form cannot name its fields a and b by ticking)."""
+    picked = request.query_params.getlist("pick")
+    if len(picked) != 2:
+        raise ProblemError(
+            400, f"{len(picked)} records were ticked; a comparison takes two.", "tick exactly two records."
+        )
+    from urllib.parse import urlencode
+
+    return RedirectResponse("/history/diff?" + urlencode({"a": picked[0], "b": picked[1]}), status_code=303)
 
 
 @router.get("/login", response_class=HTMLResponse)

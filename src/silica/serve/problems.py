@@ -46,6 +46,29 @@ _TITLES = {
 }
 
 
+def _wants_html(request: Request | None) -> bool:
+    """A page (not the API, not a static file) asked by a browser: it gets an HTML error page."""
+    if request is None:
+        return False
+    path = request.url.path
+    if path.startswith(("/api/", "/static/")):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def html_error(status: int, problem: str, fix: str, headers: dict[str, str] | None = None) -> Response:
+    """The same problem as an HTML page with the site's navigation, for people."""
+    from starlette.responses import HTMLResponse
+
+    from silica.serve._html import esc, page
+
+    body = (
+        f'<div class="error" role="alert"><strong>{esc(problem)}</strong> To fix: {esc(fix)}</div>'
+        '<p><a href="/">Back to the start page</a></p>'
+    )
+    return HTMLResponse(page(_TITLES.get(status, "Error"), body), status_code=status, headers=headers)
+
+
 def problem_response(
     status: int, detail: str, *, kind: str, headers: dict[str, str] | None = None, **extra: Any
 ) -> Response:
@@ -98,13 +121,17 @@ def _validation(exc: Any) -> Response:
     return problem_response(422, f"{problem} To fix: {fix}", kind="validation", problem=problem, fix=fix)
 
 
-async def _on_silica(_: Request, exc: Exception) -> Response:
+async def _on_silica(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SilicaError)
+    if _wants_html(request):
+        return html_error(error_status(exc)[0], exc.problem, exc.fix or "check the input.")
     return silica_error(exc)
 
 
-async def _on_refused(_: Request, exc: Exception) -> Response:
+async def _on_refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProblemError)
+    if _wants_html(request):
+        return html_error(exc.status, exc.problem, exc.fix, exc.headers)
     return problem_response(
         exc.status, str(exc), kind="refused", headers=exc.headers, problem=exc.problem, fix=exc.fix
     )
@@ -122,6 +149,10 @@ async def _on_http(request: Request, exc: Exception) -> Response:
         problem, fix = f"{request.method} is not allowed on {request.url.path}.", "see /api/v1/openapi.json."
     else:
         problem, fix = _one_line(str(exc.detail)), "see /api/v1/openapi.json."
+    if _wants_html(request):
+        if exc.status_code == 404:
+            fix = "use the links on the start page."
+        return html_error(exc.status_code, problem, fix)
     return problem_response(
         exc.status_code, f"{problem} To fix: {fix}", kind="http", problem=problem, fix=fix
     )

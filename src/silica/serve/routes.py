@@ -320,6 +320,13 @@ def job(request: Request, job_id: str) -> dict[str, Any]:
     return found
 
 
+@router.post("/jobs/{job_id}/cancel", tags=["jobs"])
+def job_cancel(request: Request, job_id: str) -> dict[str, Any]:
+    """Cancel a job: a queued one never starts, a running one stops at its next progress report."""
+    found: dict[str, Any] = request.app.state.jobs.cancel(job_id).to_dict()
+    return found
+
+
 @router.get("/history", tags=["store"])
 def history(
     request: Request,
