@@ -241,8 +241,11 @@ def test_w_no_output_over_an_indirect_input_or_sibling(sandbox: Sandbox, case: A
 def test_w_pilot_run_replaces_its_own_earlier_csv(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sibling guard refuses a user's file, not the CSV an earlier run wrote."""
     from silica.cli.pilot_cmd import _csv_beside
+    from silica.pilot.runner import CSV_COLUMNS
 
-    sandbox.write("r.csv", b"concurrency,requests,completed,failed,duration_s\n1,2,2,0,1.0\n")
+    sandbox.write("r.csv", b"concurrency,requests,completed,failed,duration_s\n1,2,2,0,1.0\n")  # older runs
+    assert _csv_beside(sandbox.work / "r.json") == sandbox.work / "r.csv"
+    sandbox.write("r.csv", (",".join(CSV_COLUMNS) + "\nclosed,1,,,,2,2,0,0,1.0\n").encode())
     assert _csv_beside(sandbox.work / "r.json") == sandbox.work / "r.csv"
     sandbox.write("bench.json", b"{}")
     with pytest.raises(SilicaError, match="not a pilot result CSV"):

@@ -74,8 +74,10 @@ def _csv_beside(out: Path) -> Path | None:
     # Replace an earlier run's CSV, never a file of the user's.
     from silica.pilot.runner import CSV_COLUMNS
 
-    head = ",".join(CSV_COLUMNS[:4]).encode()  # how `pilot run`'s CSV begins
-    if file_kind(beside) == "regular" and read_head(beside, len(head)) != head:
+    # How `pilot run`'s CSV begins, now and before the mode/rate columns came (an older run's CSV).
+    heads = (",".join(CSV_COLUMNS[:4]).encode(), b"concurrency,requests,completed,failed,")
+    found = read_head(beside, max(map(len, heads))) if file_kind(beside) == "regular" else None
+    if found is not None and not any(found.startswith(h) for h in heads):
         raise InputError(
             f"--out {out} writes its CSV to {beside}, which exists and is not a pilot result CSV.",
             "give --out another name, or move that file.",

@@ -83,8 +83,10 @@ def predict_energy_row(row: BenchmarkRow, catalog: Catalog) -> EnergyPrediction:
 def is_mlenergy(path: str | Path) -> bool:
     """Whether a CSV is in the ML.ENERGY layout (`batch_or_concurrency`, hub model names) rather
     than the validation schema."""
-    from silica._files import csv_text
+    from silica._files import csv_text, file_kind
 
+    if file_kind(path) != "regular":
+        return False  # a pipe can be read once: it goes straight to `read_benchmarks`
     try:
         header = next(csv.reader(csv_text(path, "measurements CSV")), [])
     except (SilicaError, csv.Error):
