@@ -37,15 +37,16 @@ METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("jobs_deadline_missed", "deadlines missed", "int"),
     ("mean_jct_hours", "mean job completion time, h", "num"),
     ("preemptions", "preemptions", "int"),
-    ("total_usd", "cost, USD", "num"),
-    ("usd_per_1m_output_tokens", "USD per 1M output tokens (all-in)", "num"),
+    ("total_usd", "cost, USD", "usd"),
+    ("usd_per_1m_output_tokens", "USD per 1M output tokens (all-in)", "usd"),
 )
 
 
 def cell(value: Any, kind: str) -> str:
-    """One metric as shown in the report and the CLI table."""
+    """One metric as shown in the report and the CLI table. A cost that cannot be computed says why
+    (a pool with no public price: the notes name it), never a bare dash."""
     if value is None:
-        return "-"
+        return "unpriced pool" if kind == "usd" else "n/a"
     if kind == "pct":
         return f"{100 * value:.2f}%"
     if kind == "int":
@@ -263,7 +264,7 @@ def _jobs(sim: Simulation) -> str:
         done = sum(1 for j in r.jobs if j["finish_h"] is not None)
         summary.append([text(r.policy.name), f"{len(r.jobs):,}", f"{done:,}", f"{missed:,}", f"{pre:,}"])
     html = table(
-        ["policy", "jobs", "finished", "deadline missed", "preempted"], summary, numeric=(1, 2, 3, 4)
+        ["policy", "jobs", "finished", "deadline missed", "jobs preempted"], summary, numeric=(1, 2, 3, 4)
     )
     for r in sim.runs:
         worth = sorted(
@@ -287,7 +288,7 @@ def _jobs(sim: Simulation) -> str:
         more = len(worth) - MAX_JOB_ROWS
         html += f"<h3>{text(r.policy.name)}: jobs that missed a deadline or were preempted</h3>"
         html += table(
-            ["job", "chips", "hours", "deadline h", "finished h", "deadline", "preempted"],
+            ["job", "chips", "hours", "deadline h", "finished h", "deadline", "preemptions"],
             rows,
             numeric=(1, 2, 3, 4, 6),
         )
