@@ -58,8 +58,9 @@ async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency
     """`concurrency` workers each send the next request when their last one ends; returns the records
     and the wall time."""
     from silica.pilot.client import RequestRecord, StreamClient, payload_for
-    from silica.pilot.runner import _prompt
+    from silica.pilot.prompts import PromptMaker
 
+    prompt = PromptMaker(words, seed=concurrency)  # a fresh draw per request: no shared prefix to cache
     records: list[RequestRecord] = []
     issued = 0
 
@@ -69,7 +70,7 @@ async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency
             nonlocal issued
             while issued < n:
                 issued += 1
-                body = payload_for("chat", model, _prompt(words, issued), max_tokens, False)
+                body = payload_for("chat", model, prompt(0, issued), max_tokens, False)
                 records.append(await client.stream(url, body))
 
         t0 = time.perf_counter()
@@ -80,14 +81,15 @@ async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency
 async def _open(url: str, model: str, arrivals: list[float], words: int, max_tokens: int) -> Any:
     """Send request i at `arrivals[i]` seconds after the start, whatever is still running."""
     from silica.pilot.client import RequestRecord, StreamClient, payload_for
-    from silica.pilot.runner import _prompt
+    from silica.pilot.prompts import PromptMaker
 
+    prompt = PromptMaker(words, seed=len(arrivals))
     async with StreamClient(read_timeout_s=60.0) as client:
         t0 = time.perf_counter()
 
         async def one(i: int, at: float) -> tuple[float, RequestRecord]:
             await asyncio.sleep(max(0.0, t0 + at - time.perf_counter()))
-            rec = await client.stream(url, payload_for("chat", model, _prompt(words, i), max_tokens, False))
+            rec = await client.stream(url, payload_for("chat", model, prompt(1, i), max_tokens, False))
             return rec.start - t0, rec
 
         return await asyncio.gather(*(one(i, a) for i, a in enumerate(arrivals)))
