@@ -25,14 +25,24 @@ E2E_FILES = frozenset(
         "tests/fleet/test_ray.py",
         "tests/monitor/test_prometheus.py",
         "tests/hostile/test_store_contention.py",
+        "tests/pilot/test_load.py",  # paced load against loopback servers, timed in seconds
     }
 )
 
 # Whole files that are slow throughout: torch.export of every bundled architecture, the scan of a
 # 10,000-file repository.
 # 10,000-file repository, and the property-based parser fuzzing (hypothesis, hundreds of inputs each).
+# The hostile campaign's case lists and per-layer property tests run every command as a user would,
+# some thousand times: the slow tier, which CI runs in full.
 SLOW_FILES = frozenset(
-    {"tests/scan/test_model_scan.py", "tests/scan/test_speed.py", "tests/hostile/test_fuzz_parsers.py"}
+    {
+        "tests/scan/test_model_scan.py",
+        "tests/scan/test_speed.py",
+        "tests/hostile/test_fuzz_parsers.py",
+        "tests/hostile/test_bad_files.py",
+        "tests/hostile/test_bad_args.py",
+        "tests/hostile/test_layers.py",
+    }
 )
 
 # Single tests (by name, parameters stripped) measured at over a second.

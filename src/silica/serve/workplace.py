@@ -19,6 +19,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from silica import api
 from silica.catalog.schema import PURCHASE_OPTIONS
+from silica.cost import HOURS_PER_MONTH
 from silica.errors import SilicaError
 from silica.jsonable import plain
 from silica.perf.stacks import load_stacks
@@ -216,7 +217,7 @@ def _estimate_result(r: dict[str, Any]) -> str:
         if r.get(key) is not None:
             rows.append([esc(label), num(r[key], spec), _band(r, key, spec)])
     rows.append(["$ per hour", num(r.get("usd_per_hour")), ""])
-    rows.append(["$ per month (730 h)", num(r.get("usd_per_month"), ",.0f"), ""])
+    rows.append([f"$ per month ({HOURS_PER_MONTH:g} h)", num(r.get("usd_per_month"), ",.0f"), ""])
     if r.get("usd_per_hour") is None and r.get("breakeven_usd_per_hour"):
         rows.append(["break-even $ per hour", num(r["breakeven_usd_per_hour"]), ""])
     headline = (
