@@ -68,3 +68,24 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Replay:
     om = tmp / "scrapes.om"
     om.write_text(text)
     return Replay(since, since + scenario.STEP * scenario.SCRAPES, gpu_path, neuron_path, gpu, neuron, om)
+
+
+def report_cli(replay: Replay, *extra: str) -> tuple[int, str, str]:
+    """`silica monitor report` over the replay's two deployments in 1-hour windows."""
+    return run(
+        "monitor",
+        "report",
+        "--plan",
+        f"chat-gpu={replay.gpu_plan}",
+        "--plan",
+        f"chat-neuron={replay.neuron_plan}",
+        "--from",
+        str(replay.openmetrics),
+        "--since",
+        str(replay.since),
+        "--until",
+        str(replay.until),
+        "--window",
+        "1h",
+        *extra,
+    )

@@ -6,32 +6,11 @@ import json
 
 import pytest
 from tests.monitor import scenario
-from tests.monitor.conftest import Replay, run
-
-
-def _report(replay: Replay, *extra: str) -> tuple[int, str, str]:
-    return run(
-        "monitor",
-        "report",
-        "--plan",
-        f"chat-gpu={replay.gpu_plan}",
-        "--plan",
-        f"chat-neuron={replay.neuron_plan}",
-        "--from",
-        str(replay.openmetrics),
-        "--since",
-        str(replay.since),
-        "--until",
-        str(replay.until),
-        "--window",
-        "1h",
-        "--no-store",
-        *extra,
-    )
+from tests.monitor.conftest import Replay, report_cli
 
 
 def test_measured_joules_per_token_come_from_dcgm_power(replay: Replay) -> None:
-    code, out, err = _report(replay, "--json")
+    code, out, err = report_cli(replay, "--no-store", "--json")
     assert code == 0, err
     gpu, neuron = json.loads(out)["deployments"]
     o = gpu["overall"]
@@ -46,7 +25,7 @@ def test_measured_joules_per_token_come_from_dcgm_power(replay: Replay) -> None:
 
 
 def test_table_prints_the_energy_line(replay: Replay) -> None:
-    code, out, err = _report(replay)
+    code, out, err = report_cli(replay, "--no-store")
     assert code == 0, err
     [line] = [x for x in out.splitlines() if x.startswith("energy: chat-gpu")]
     assert "J per output token measured" in line and "vs plan" in line

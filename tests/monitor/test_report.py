@@ -8,34 +8,14 @@ from pathlib import Path
 
 import pytest
 from tests.monitor import scenario
-from tests.monitor.conftest import Replay, run
+from tests.monitor.conftest import Replay, report_cli, run
 
 from silica.monitor import build_report, load_plan, read_file
 
 
-def _report(replay: Replay, *extra: str) -> tuple[int, str, str]:
-    return run(
-        "monitor",
-        "report",
-        "--plan",
-        f"chat-gpu={replay.gpu_plan}",
-        "--plan",
-        f"chat-neuron={replay.neuron_plan}",
-        "--from",
-        str(replay.openmetrics),
-        "--since",
-        str(replay.since),
-        "--until",
-        str(replay.until),
-        "--window",
-        "1h",
-        *extra,
-    )
-
-
 @pytest.fixture(scope="module")
 def result(replay: Replay) -> dict:  # type: ignore[type-arg]
-    code, out, err = _report(replay, "--json", "--no-store")
+    code, out, err = report_cli(replay, "--json", "--no-store")
     assert code == 0, err
     return json.loads(out)
 
@@ -69,7 +49,7 @@ def test_over_provisioned_deployment_gets_a_right_size_with_the_saving(result: d
 
 
 def test_windows_are_stored_and_history_shows_them(replay: Replay) -> None:
-    code, _, err = _report(replay)
+    code, _, err = report_cli(replay)
     assert code == 0, err
     code, out, err = run("history", "--kind", "monitor", "--json")
     assert code == 0, err
@@ -87,7 +67,7 @@ def test_windows_are_stored_and_history_shows_them(replay: Replay) -> None:
 
 def test_html_and_markdown_reports(replay: Replay, tmp_path: Path) -> None:
     html, md = tmp_path / "monitor.html", tmp_path / "monitor.md"
-    code, _, err = _report(replay, "--html", str(html), "--md", str(md), "--no-store")
+    code, _, err = report_cli(replay, "--html", str(html), "--md", str(md), "--no-store")
     assert code == 0, err
     page = html.read_text()
     assert 'name="viewport"' in page and page.count("<figure>") == 6  # 3 charts per deployment (wide + phone)
