@@ -79,6 +79,31 @@ def table(
     )
 
 
+# Every form field a page offers, declared once: name -> (label, kind, hint). The label is what a
+# field-level error names; kind is int, float or text. Each page picks its fields by name.
+FORM_FIELDS: dict[str, tuple[str, str, str]] = {
+    "input_len": ("Input tokens", "int", "prompt length per request"),
+    "output_len": ("Output tokens", "int", "generated per request"),
+    "batch": ("Batch", "int", "requests at once (empty: the largest that fits)"),
+    "region": ("Region", "text", "e.g. us-east-1 (empty: your settings)"),
+    "tp": ("Tensor parallel (tp)", "int", "empty: chosen for you"),
+    "pp": ("Pipeline parallel (pp)", "int", "empty: chosen for you"),
+    "ep": ("Expert parallel (ep)", "int", "mixture-of-experts models only"),
+    "ttft_slo_ms": ("TTFT SLO (ms)", "float", "time to first token limit"),
+    "tpot_slo_ms": ("TPOT SLO (ms)", "float", "time per output token limit"),
+    "rate_req_per_s": ("Requests per second", "float", "load (or tokens per month)"),
+    "tokens_per_month": ("Output tokens per month", "float", "load (or requests per second)"),
+    "seq_len": ("Sequence length", "int", "training: required"),
+    "tokens": ("Training tokens", "float", "training: tokens per run"),
+    "deadline_days": ("Deadline (days)", "float", "training: must finish within"),
+}
+
+
+def form_fields(*names: str) -> tuple[tuple[str, str, str, str], ...]:
+    """(name, label, kind, hint) of the named fields, in the order given."""
+    return tuple((n, *FORM_FIELDS[n]) for n in names)
+
+
 def bar_band_chart(
     items: Sequence[Mapping[str, Any]],
     *,

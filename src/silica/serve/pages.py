@@ -17,7 +17,7 @@ from silica.errors import SilicaError
 from silica.jsonable import plain
 from silica.perf.stacks import load_stacks
 from silica.serve import actions
-from silica.serve._html import bar_band_chart, esc, num, page, table
+from silica.serve._html import bar_band_chart, esc, form_fields, num, page, table
 from silica.serve.problems import ProblemError, error_status
 from silica.serve.routes import CompareRequest
 
@@ -25,16 +25,16 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
-_FIELDS = (  # name, label, kind, hint
-    ("input_len", "Input tokens", "int", "prompt length per request"),
-    ("output_len", "Output tokens", "int", "generated per request"),
-    ("ttft_slo_ms", "TTFT SLO (ms)", "float", "time to first token limit"),
-    ("tpot_slo_ms", "TPOT SLO (ms)", "float", "time per output token limit"),
-    ("rate_req_per_s", "Requests per second", "float", "load (or tokens per month)"),
-    ("tokens_per_month", "Output tokens per month", "float", "load (or requests per second)"),
-    ("seq_len", "Sequence length", "int", "training: required"),
-    ("tokens", "Training tokens", "float", "training: tokens per run"),
-    ("deadline_days", "Deadline (days)", "float", "training: must finish within"),
+_FIELDS = form_fields(  # name, label, kind, hint
+    "input_len",
+    "output_len",
+    "ttft_slo_ms",
+    "tpot_slo_ms",
+    "rate_req_per_s",
+    "tokens_per_month",
+    "seq_len",
+    "tokens",
+    "deadline_days",
 )
 _OPTIONS = ("", *PURCHASE_OPTIONS)  # the library's own list: the form offers nothing it would refuse
 

@@ -24,7 +24,7 @@ from silica.errors import SilicaError
 from silica.jsonable import plain
 from silica.perf.stacks import load_stacks
 from silica.serve._csv import csv_response
-from silica.serve._html import esc, num, page, table
+from silica.serve._html import esc, form_fields, num, page, table
 from silica.serve.problems import ProblemError, error_status
 from silica.serve.routes import EstimateRequest
 
@@ -32,17 +32,9 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
-# name, label, kind (int | float | text), hint: the labels are what an error names
-_ESTIMATE_FIELDS = (
-    ("input_len", "Input tokens", "int", "prompt length per request"),
-    ("output_len", "Output tokens", "int", "generated per request"),
-    ("batch", "Batch", "int", "requests at once (empty: the largest that fits)"),
-    ("region", "Region", "text", "e.g. us-east-1 (empty: your settings)"),
-    ("tp", "Tensor parallel (tp)", "int", "empty: chosen for you"),
-    ("pp", "Pipeline parallel (pp)", "int", "empty: chosen for you"),
-    ("ep", "Expert parallel (ep)", "int", "mixture-of-experts models only"),
-    ("seq_len", "Sequence length", "int", "training: required"),
-    ("tokens", "Training tokens", "float", "training: tokens per run"),
+# name, label, kind (int | float | text), hint: the labels are what an error names (_html.FORM_FIELDS)
+_ESTIMATE_FIELDS = form_fields(
+    "input_len", "output_len", "batch", "region", "tp", "pp", "ep", "seq_len", "tokens"
 )
 _LABELS = {
     "model": "Model",
