@@ -8,7 +8,7 @@ derives its names, defaults, limits, choices and help from `PLAN_OPTIONS`, and
 `tests/test_options.py` compares every door against it.
 
 A name is the library's own (the workload field, the `silica.api` keyword, the HTTP field and the form
-field); `flag` is how the command line spells it. Limits are the library's (`silica.workload`), so no
+field); `flag` is how the command line spells it. Limits are the library's (`silica.limits`, which the workload checks), so no
 door can accept a value the library would refuse or refuse one it would accept. Choices are read
 from the library's own lists when asked (purchase options, dtypes, engines, ranking objectives), so a
 new engine in data/stacks.yaml appears at every door by itself.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from silica.errors import InputError
-from silica.workload import (
+from silica.limits import (
     MAX_BATCH,
     MAX_GLOBAL_BATCH,
     MAX_PARALLEL,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from silica import cost
+from silica import cost, legality
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inputs import Layout, TrainingRun
@@ -79,12 +79,7 @@ def search_training(
     pp: int | None = None,
     ep: int | None = None,
 ) -> list[TrainingEstimate]:
-    if wl.virtual_stages > 1 and pp == 1:
-        raise InputError(
-            f"--vp {wl.virtual_stages} interleaves model chunks across pipeline stages, but --pp 1 has "
-            "one stage.",
-            "drop --vp, or pass --pp 2 or more.",
-        )
+    legality.check_vp(wl.virtual_stages, pp)
     if wl.seq_len > model.max_positions:
         raise InputError(
             f"--seq-len {wl.seq_len:,} is beyond {model.id}'s {model.max_positions:,} positions "
