@@ -69,7 +69,7 @@ def test_every_caller_says_a_rule_the_same_way() -> None:
     assert str(by_deployment.value) == str(by_search.value)
     # The planner's tp options are the legality module's, and a fixed tp is refused in its words.
     assert legal_tp(dense, gpu[0]) == legality.legal_tp(8, dense.n_heads, splits_heads=True)
-    with pytest.raises(InputError, match="tp=16 does not divide the 8 GPUs of p5.48xlarge"):
+    with pytest.raises(InputError, match=r"tp=16 does not divide the 8 GPUs of p5\.48xlarge"):
         tp_choices(dense, gpu, 16)
     # vp without a pipeline: the training search refuses it by the same rule.
     train = resolve_targets(["p5.48xlarge"], task="training")
