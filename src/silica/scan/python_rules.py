@@ -351,7 +351,10 @@ class _FileScan(ast.NodeVisitor):
             ast.Assign: self.visit_Assign,
             ast.AnnAssign: self.visit_Assign,
             ast.ClassDef: self.visit_ClassDef,
+            ast.Dict: self.visit_Dict,
+            ast.Delete: self.visit_Delete,
         }
+        self._imported: dict[str, int] = {}  # alias -> index in `out` of the finding its import made
         self.defaults: list[tuple[str, ast.expr, int]] = []  # (parameter or field, default value, line)
         self.bound: dict[str, list[tuple[str, int]]] = {}  # name -> string values assigned to it, with lines
         if uses_torch and matcher._data_dependent is not None:
@@ -359,9 +362,13 @@ class _FileScan(ast.NodeVisitor):
             self._handlers[ast.While] = self.visit_If
         self._test_calls: list[ast.Call] | None = None
         self._stack: list[ast.AST] = []
+        self._probes: set[int] = set()
+        self._entries: list[tuple[str, ast.expr, int]] = []  # (dict key, value, line)
 
     def run(self, tree: ast.AST) -> list[Match]:
         self.visit(tree)
+        if self._probes:
+            self.out = [m for i, m in enumerate(self.out) if i not in self._probes]
         self._match()
         return self.out
 
@@ -398,23 +405,48 @@ class _FileScan(ast.NodeVisitor):
     def _add(self, rule: int, message: str, line: int) -> None:
         self.out.append((self.m.ids[rule], message, line))
 
+    def _own(self, name: str) -> bool:
+        """Whether a dotted module is the repository's own code: its top-level package, or a sub-package of
+        a folder without `__init__.py` (a namespace package, `megablocks.layers`), as `local` lists them."""
+        head, _, rest = name.partition(".")
+        if head in self.local:
+            return True
+        return bool(rest) and f"{head}.{rest.split('.', 1)[0]}" in self.local
+
     # Handlers return True when they have queued the node's children themselves.
     def visit_Import(self, node: ast.Import) -> bool:
         for a in node.names:
             head = a.name.split(".")[0]
             self.aliases[a.asname or head] = a.name if a.asname else head
-            if head in self.local:
+            if self._own(a.name):
                 continue
             hit = self.m.import_match(a.name)
             if hit is not None:
+                self._imported[a.asname or head] = len(self.out)
                 self._add(hit[0], f"imports {hit[1]}", node.lineno)
         return True
+
+    def visit_Delete(self, node: ast.Delete) -> bool:
+        """`import torch_xla; del torch_xla` probes whether a package is installed: not a use of it."""
+        for target in node.targets:
+            if type(target) is ast.Name and target.id in self._imported:
+                self._probes.add(self._imported.pop(target.id))
+        return True
+
+    def visit_Dict(self, node: ast.Dict) -> bool:
+        """A dict display's string-keyed entries are matched like keyword arguments
+        (`{"attn_implementation": "flash_attention_2"}` passed as `**kwargs`), and a table keyed by a device
+        (`{"cuda": "nccl", "cpu": "gloo"}`) by its values, like positional strings."""
+        for key, value in zip(node.keys, node.values, strict=True):
+            if type(key) is ast.Constant and isinstance(key.value, str):
+                self._entries.append((key.value, value, key.lineno))
+        return False
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> bool:
         if node.module and node.level == 0:
             for a in node.names:
                 self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-            if node.module.split(".")[0] in self.local:
+            if self._own(node.module) or all(self._own(f"{node.module}.{a.name}") for a in node.names):
                 return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
@@ -500,7 +532,7 @@ class _FileScan(ast.NodeVisitor):
             return None
         head, _, rest = name.partition(".")
         full = self.aliases.get(head, head)
-        if full.split(".", 1)[0] in self.local:
+        if self._own(full):
             return None
         return f"{full}.{rest}" if rest else full
 
@@ -528,6 +560,15 @@ class _FileScan(ast.NodeVisitor):
                 if rule is not None:
                     self._add(rule, f"defaults {key}={value!r}", line)
                     break
+        for key, value_node, line in self._entries:
+            device_table = self.torch and m._value_rule(m._string_args, key) is not None
+            for value, _ in self._values(value_node):
+                rule = m._keyword_rule(key, value)
+                if rule is None and device_table:
+                    rule = m._value_rule(m._string_args, value)
+                if rule is not None:
+                    self._add(rule, f"maps {key!r} to {value!r}", line)
+                    break
 
     def _call(self, node: ast.Call) -> None:
         """The call's own name or method (one rule), then its keyword arguments (one rule each:
@@ -538,7 +579,7 @@ class _FileScan(ast.NodeVisitor):
         matched = False
         if type(func) is ast.Name and func.id in self.aliases:  # a bare name from `from x import y`
             name = self.aliases[func.id]
-            rule = m.call_rule(name) if name.split(".", 1)[0] not in self.local else None
+            rule = m.call_rule(name) if not self._own(name) else None
             if rule is not None:
                 self._add(rule, f"calls {name}", node.lineno)
                 matched = True

@@ -180,8 +180,9 @@ def work_items(
         if item is None or f.impact.get(target, "info") == "info":
             continue
         # A change counts once per file (180 megatron.* call sites in 5 files are 5 files to port), except
-        # where each finding is its own piece of work (rule `counts: finding`: each Triton kernel).
-        if f.file is not None and per_file.get(f.rule, True):
+        # where each finding is its own piece of work (rule `counts: finding`: each Triton kernel in Python
+        # source; a config's switches for a framework's own kernels are one change to that file).
+        if f.file is not None and (per_file.get(f.rule, True) or not f.file.endswith(".py")):
             if (f.rule, f.file) in seen:
                 continue
             seen.add((f.rule, f.file))
