@@ -139,3 +139,19 @@ def test_device_keyed_backend_tables_and_config_dicts(tmp_path: Path) -> None:
     )
     assert _where(report, "nccl") == ["dist.py:4"]
     assert _where(report, "flash-attn") == ["load.py:2"]
+
+
+def test_device_strings_built_from_a_rank_reach_device_map(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "hf_train.py": (
+                "import torch\nfrom transformers import AutoModelForCausalLM\nlocal_rank = 0\n"
+                'device_string = "cuda:" + str(local_rank)\n'
+                "model = AutoModelForCausalLM.from_pretrained('m', device_map={'': device_string})\n"
+                "other = AutoModelForCausalLM.from_pretrained('m', device_map={'': f'cuda:{local_rank}'})\n"
+                "cpu = AutoModelForCausalLM.from_pretrained('m', device_map={'': 'cpu'})\n"
+            ),
+        },
+    )
+    assert _where(report, "torch-cuda") == ["hf_train.py:5", "hf_train.py:6"]

@@ -321,6 +321,12 @@ def _string_values(node: ast.expr) -> list[str]:
         and len(node.args) == 2
     ):
         return _string_values(node.args[1])
+    # "cuda:" + str(rank) and f"cuda:{rank}": the constant head names the device (issue 30)
+    if type(node) is ast.BinOp and type(node.op) is ast.Add:
+        return [v for v in _string_values(node.left) if v.endswith(":")]
+    if type(node) is ast.JoinedStr and node.values and type(node.values[0]) is ast.Constant:
+        head = node.values[0].value
+        return [head] if isinstance(head, str) and head.endswith(":") else []
     return []
 
 
@@ -623,7 +629,9 @@ class _FileScan(ast.NodeVisitor):
         if type(node) is ast.Attribute:  # dtype=torch.float16: the resolved dotted name is the value
             name = self.resolve(node)
             return [(name, "")] if name else []
-        return []
+        if type(node) is ast.Dict:  # device_map={"": device_string}: the values it maps to
+            return [v for item in node.values if item is not None for v in self._values(item)]
+        return [(v, "") for v in _string_values(node)]
 
     def _host(self, func: ast.Attribute) -> bool:
         """Whether a method call is made on a host library (numpy, pandas): `np.unique(x)`,
