@@ -22,7 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.scan.corpus_eval holds the scoring; src/ comes from PYTHONPATH
 
-from tests.scan.corpus_eval import SETS, Entry, entries, per_kind, per_rule  # noqa: E402
+from tests.scan.corpus_eval import (  # noqa: E402
+    NOT_WRITTEN_FROM,
+    SETS,
+    WRITTEN_FROM,
+    Entry,
+    entries,
+    per_kind,
+    per_rule,
+)
 
 
 def _pct(a: int, b: int) -> str:
@@ -36,9 +44,37 @@ def _row(label: str, tp: int, fp: int, fn: int) -> str:
 _HEAD = ["| | expected | found | TP | FP | FN | precision | recall |", "|---|---|---|---|---|---|---|---|"]
 
 
+def pooled(by_set: dict[str, list[Entry]]) -> list[str]:
+    """This round's split: the sets the rules were written from, pooled, against the set they were not,
+    overall and per file kind (empty when a run scores only some sets)."""
+    groups = {
+        f"rules written from ({', '.join(WRITTEN_FROM)})": WRITTEN_FROM,
+        f"not written from ({', '.join(NOT_WRITTEN_FROM)})": NOT_WRITTEN_FROM,
+    }
+    if not all(s in by_set for names in groups.values() for s in names):
+        return []
+    items = {label: [e for s in names for e in by_set[s]] for label, names in groups.items()}
+    out = ["## Rules written from vs not written from", "", *_HEAD]
+    for label, group in items.items():
+        counts = per_rule(group)
+        out.append(
+            _row(
+                f"{label}, {len(group)} repositories", *(sum(c[i] for c in counts.values()) for i in range(3))
+            )
+        )
+    for label, group in items.items():
+        out += ["", f"## By file kind: {label}", "", *_HEAD]
+        for kind, (tp, fp, fn) in per_kind(group).items():
+            if tp + fp + fn:
+                out.append(_row(kind, tp, fp, fn))
+    return [*out, ""]
+
+
 def report(by_set: dict[str, list[Entry]]) -> str:
-    """The Markdown report: totals per set, per file kind, per rule, and effort per repository."""
+    """The Markdown report: this round's split, totals per set, per file kind, per rule, and effort per
+    repository."""
     out = [
+        *pooled(by_set),
         "## Totals by set",
         "",
         "| set | repositories |" + _HEAD[0][3:],
