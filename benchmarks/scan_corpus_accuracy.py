@@ -3,6 +3,7 @@
     python benchmarks/scan_corpus_accuracy.py                 # both sets, printed
     python benchmarks/scan_corpus_accuracy.py --set rules     # only the repositories the rules came from
     python benchmarks/scan_corpus_accuracy.py --write docs/scan_corpus.md
+    python benchmarks/scan_corpus_accuracy.py --set held-out-4   # the set no rule was written from
 
 The corpus is tests/scan/corpus/ (its REPOS.md records the split, licences and commits). "rules" entries are
 the repositories the scan's rules may be written from; "held-out" entries were labelled by hand and committed
@@ -201,6 +202,12 @@ them and no rule was written from them: their figures at that first scan are the
 Generic fixes made after a first scan make that set in-sample, which is why a second held-out set exists;
 the figures "at this commit" for held-out sets scanned before are therefore in-sample and are shown apart.
 Labels are never changed after a set's first scan.
+
+Third round (issue 30): by then the first three held-out sets had been looked at, so they count with the rules
+set as the sets the rules are written from; a fourth set (held-out-4: open-r1, mamba, llm-foundry, FastChat,
+TinyLlama) was trimmed and labelled by hand, the labels committed before any scan of it, the round's rules written
+from the other sets only, and held-out-4 scanned last. The first table below is that split at this commit; the
+held-out-4 row of the first-scan table is the out-of-sample figure (no rule has been written from it since).
 
 """
 
