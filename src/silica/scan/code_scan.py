@@ -489,8 +489,8 @@ class _Scanner:
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
-            for pkg, line in self.python.string_requirements(tree):
-                rule = self.package_rule(pkg)
+            for pkg, extras, line in dict.fromkeys(self.python.string_requirements(tree)):
+                rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 

@@ -34,10 +34,13 @@ _DATA_DEPENDENT_METHODS = frozenset({"item", "any", "all", "tolist"})
 _DATA_DEPENDENT_CALLS = frozenset(
     {"torch.any", "torch.all", "torch.equal", "torch.is_nonzero", "torch.allclose"}
 )
-_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
 _PINNED_REQ = re.compile(
-    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~]=|[<>]|===)\s*[0-9]"
+    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?\s*(?:[<>=!~]=|[<>]|===)\s*[0-9]"
 )
+# A repository's own module named after a kernel library it patches in (FastChat's
+# llama_flash_attn_monkey_patch, llama_xformers_attn_monkey_patch): importing it switches that library on.
+_WRAPPER_WORDS = ("flash_attn", "xformers")
 # Modules whose arrays live on the host: `np.unique(x)`, `df.any()` on them is not device control flow.
 _HOST_MODULES = frozenset({"numpy", "pandas", "math", "scipy", "random", "statistics"})
 
@@ -247,15 +250,16 @@ class PythonMatcher:
         """Every match in one parsed file; `local` overrides the repository's own packages for this file."""
         return _FileScan(self, uses_torch, self.local if local is None else local).run(tree)
 
-    def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, int]]:
+    def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, str, int]]:
         """String constants inside setup(install_requires=..., extras_require=...) calls, and anywhere in
         setup.py a string spelled as a pinned requirement ("triton>=2.3.1"): requirement lists are often
-        built by helper functions or variables before they reach setup()."""
+        built by helper functions or variables before they reach setup(). Each comes as (name, extras, line):
+        `trl[vllm]` installs vLLM."""
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 m = _PINNED_REQ.match(node.value)
                 if m:
-                    yield m.group(1), node.lineno
+                    yield m.group(1), m.group(2) or "", node.lineno
             if not isinstance(node, ast.Call):
                 continue
             for kw in node.keywords:
@@ -265,8 +269,10 @@ class PythonMatcher:
                     if isinstance(const, ast.Constant) and isinstance(const.value, str):
                         m = _REQ_NAME.match(const.value)
                         if m:
-                            yield m.group(1), const.lineno
+                            yield m.group(1), m.group(2) or "", const.lineno
 
+
+_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 # Fields that never hold a syntax node worth visiting (names, flags, operators, contexts).
 _LEAF_FIELDS = frozenset(
@@ -358,6 +364,7 @@ class _FileScan(ast.NodeVisitor):
             ast.AnnAssign: self.visit_Assign,
             ast.ClassDef: self.visit_ClassDef,
             ast.Dict: self.visit_Dict,
+            ast.Compare: self.visit_Compare,
             ast.Delete: self.visit_Delete,
         }
         self._imported: dict[str, int] = {}  # alias -> index in `out` of the finding its import made
@@ -425,12 +432,35 @@ class _FileScan(ast.NodeVisitor):
             head = a.name.split(".")[0]
             self.aliases[a.asname or head] = a.name if a.asname else head
             if self._own(a.name):
+                self._wrapper(a.name, node.lineno)
                 continue
             hit = self.m.import_match(a.name)
             if hit is not None:
                 self._imported[a.asname or head] = len(self.out)
                 self._add(hit[0], f"imports {hit[1]}", node.lineno)
         return True
+
+    def _wrapper(self, module: str, line: int) -> None:
+        """The repository's own module named after a kernel library (`llama_flash_attn_monkey_patch`)."""
+        for part in module.split(".")[1:]:
+            word = next((w for w in _WRAPPER_WORDS if w in part), None)
+            hit = self.m.import_match(word) if word else None
+            if hit is not None:
+                self._add(hit[0], f"imports {module} (the repository's own {word} wrapper)", line)
+                return
+
+    def visit_Compare(self, node: ast.Compare) -> bool:
+        """`x.device.type == "cuda"`, `"cuda" in device`, `backend == "nccl"`: a branch on a CUDA device or
+        backend name is device code, matched like a positional string (round 4, from llm-foundry and
+        TinyLlama)."""
+        if self.torch and all(type(op) in _EQUALITY for op in node.ops):
+            for side in (node.left, *node.comparators):
+                if type(side) is ast.Constant and isinstance(side.value, str):
+                    rule = self.m._value_rule(self.m._string_args, side.value)
+                    if rule is not None:
+                        self._add(rule, f"compares with {side.value!r}", node.lineno)
+                        break
+        return False
 
     def visit_Delete(self, node: ast.Delete) -> bool:
         """`import torch_xla; del torch_xla` probes whether a package is installed: not a use of it."""
@@ -453,6 +483,7 @@ class _FileScan(ast.NodeVisitor):
             for a in node.names:
                 self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
             if self._own(node.module) or all(self._own(f"{node.module}.{a.name}") for a in node.names):
+                self._wrapper(node.module, node.lineno)
                 return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
