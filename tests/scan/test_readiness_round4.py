@@ -84,3 +84,18 @@ def test_python_wrappers_quant_loaders_extensions_and_device_branches(tmp_path: 
     assert _where(report, "cpp-extension") == ["lit/rotary.py:2"]
     assert _where(report, "torch-cuda") == ["lit/norm.py:4"]
     assert _where(report, "amp-autocast-cuda") == ["lit/norm.py:5"]
+
+
+def test_a_folder_of_python_subpackages_is_the_repositorys_own_package(tmp_path: Path) -> None:
+    """mamba_ssm/ without __init__.py but with ops/ and modules/ is mamba's own package: its files importing
+    mamba_ssm.utils are not a use of the mamba-ssm library; a folder with one sub-package is not enough."""
+    report = _scan(
+        tmp_path,
+        {
+            "mamba_ssm/ops/k.py": "from mamba_ssm.utils.determinism import autotune_configs\n",
+            "mamba_ssm/modules/m.py": "from causal_conv1d import causal_conv1d_fn\n",
+            "app/main.py": "import mamba_ssm\n",
+            "app/sub/x.py": "x = 1\n",
+        },
+    )
+    assert _where(report, "mamba-kernels") == ["mamba_ssm/modules/m.py:1"]

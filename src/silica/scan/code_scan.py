@@ -157,7 +157,12 @@ def local_packages(root: Path) -> dict[str, str]:
             elif child.is_dir() and (child / "__init__.py").is_file():
                 names[child.name] = prefix + child.name + "/"
             elif child.is_dir() and child.name.isidentifier() and child.name not in SKIP_DIRS:
-                names.update(_namespace_modules(child, prefix))
+                modules = _namespace_modules(child, prefix)
+                names.update(modules)
+                # two or more Python sub-packages make the folder itself a package tree (a namespace package,
+                # or a copy that left out __init__.py): `import mamba_ssm.utils` from there is the repo's own
+                if sum(1 for where in modules.values() if where.endswith("/")) >= 2:
+                    names[child.name] = prefix + child.name + "/"
     return names
 
 
