@@ -66,6 +66,13 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 _INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
+# `git clone https://github.com/vllm-project/vllm.git` in a Dockerfile or Makefile, built from source next:
+# the repository's name is the package it installs (issue 30).
+_CLONE = re.compile(
+    r"\bgit\s+clone\b[^\n]*?\s[\"']?(?:https?://|git@)\S+?/([A-Za-z0-9][\w.-]*?)(?:\.git)?[\"']?(?=\s|$)"
+)
+# `pip install -r requirements/deepspeed.txt`: a requirements file named after the package it installs.
+_REQ_FILE = re.compile(r"(?:^|/)([A-Za-z0-9][\w.-]*?)\.(?:txt|in)$")
 _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
@@ -149,7 +156,48 @@ def local_packages(root: Path) -> dict[str, str]:
                 names[child.name[:-3]] = child.name
             elif child.is_dir() and (child / "__init__.py").is_file():
                 names[child.name] = prefix + child.name + "/"
+            elif child.is_dir() and child.name.isidentifier() and child.name not in SKIP_DIRS:
+                modules = _namespace_modules(child, prefix)
+                names.update(modules)
+                # two or more Python sub-packages make the folder itself a package tree (a namespace package,
+                # or a copy that left out __init__.py): `import mamba_ssm.utils` from there is the repo's own
+                if sum(1 for where in modules.values() if where.endswith("/")) >= 2:
+                    names[child.name] = prefix + child.name + "/"
     return names
+
+
+def _namespace_modules(folder: Path, prefix: str) -> dict[str, str]:
+    """`top.sub` for each module or package of a folder without `__init__.py` (a namespace package, or a
+    package whose `__init__.py` a trimmed copy left out): `from megablocks.layers.arguments import ...` inside
+    the repository is its own code. Only two-part names count, so a folder `kernels/` does not hide the
+    `kernels` library itself."""
+    out: dict[str, str] = {}
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries[:500]:
+        stem = entry.name[:-3] if entry.name.endswith(".py") else entry.name
+        if not stem.isidentifier():
+            continue
+        where = f"{prefix}{folder.name}/{entry.name}"
+        if entry.name.endswith(".py") and entry.is_file():
+            out[f"{folder.name}.{stem}"] = where
+        elif entry.is_dir() and _holds_python(entry.path):
+            out[f"{folder.name}.{stem}"] = where + "/"
+    return out
+
+
+def _holds_python(path: str) -> bool:
+    """Whether a folder holds a Python file directly (the first 500 entries are looked at)."""
+    try:
+        with os.scandir(path) as it:
+            for i, entry in enumerate(it):
+                if entry.name.endswith(".py") or i >= 500:
+                    return entry.name.endswith(".py")
+    except OSError:
+        return False
+    return False
 
 
 def declared_names(root: Path) -> frozenset[str]:
@@ -257,7 +305,10 @@ class _Scanner:
                 ext = next(e for e in self.extensions if name.endswith(e))
                 self._kernel_file(path, rel, self.extensions[ext])
             else:
-                dependency = is_dependency_file(name)
+                # a requirements folder's lists (requirements/triton-kernels.txt) are requirements files too
+                dependency = is_dependency_file(name) or (
+                    name.endswith((".txt", ".in")) and "/requirements/" in f"/{rel}"
+                )
                 text_rules = self.text_names is not None and self.text_names.match(name) is not None
                 if dependency or text_rules:
                     self._other(path, rel, name, dependency, text_rules)
@@ -278,11 +329,29 @@ class _Scanner:
         return rule
 
     def _installs(self, text: str, rel: str, name: str) -> None:
-        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script."""
+        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script, including a
+        requirements file named after its package (`-r requirements/deepspeed.txt`), and repositories
+        cloned to be built from source (`git clone .../vllm.git`)."""
+        for m in _CLONE.finditer(text):
+            rule = self.package_rule(m.group(1))
+            if rule is not None:
+                line = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"clones {m.group(1)} to build it in {name}", rel, line))
         for m in _INSTALL.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
+            requirement_file = False
             for token in m.group(1).replace("\\\n", " ").split():
                 token = token.strip("'\"")
+                if requirement_file:
+                    requirement_file = False
+                    req = _REQ_FILE.search(token)
+                    rule = self.package_rule(req.group(1)) if req else None
+                    if rule is not None:
+                        self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+                    continue
+                if token in ("-r", "--requirement"):
+                    requirement_file = True
+                    continue
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
                 if token.startswith(("-", "$", ".", "/")) or "://" in token:
@@ -341,7 +410,9 @@ class _Scanner:
         for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
-                line = text.count("\n", 0, m.start()) + 1
+                # `^\s*key:` can start on a blank (or blanked comment) line above the key: count from the text
+                at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+                line = text.count("\n", 0, at) + 1
                 if line not in seen:
                     seen.add(line)
                     what = m.group(0).strip()
@@ -417,16 +488,38 @@ class _Scanner:
         if self.library_self:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
+        tpu_only = _tpu_only(text)
         for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
+            if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
+                continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
-            for pkg, line in self.python.string_requirements(tree):
-                rule = self.package_rule(pkg)
+            for pkg, extras, line in dict.fromkeys(self.python.string_requirements(tree)):
+                rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
 
 NEURON_PATH_RULE = "neuron-path"
+# torch-xla serves TPUs as well as Neuron: its imports (and Lightning's XLA strategies) name a Neuron path only
+# in a file that does not say it is for TPUs (issue 30: Composer's DeviceTPU is not its Neuron device).
+_XLA_IMPORTS = (
+    "imports torch_xla",
+    "imports lightning.fabric.strategies.xla",
+    "imports lightning.fabric.accelerators.xla",
+    "imports lightning.pytorch.strategies.xla",
+    "imports lightning.pytorch.accelerators.xla",
+)
+_TPU = re.compile(r"TPU|(?<![a-z])tpu(?![a-z])")
+_NEURON_WORD = re.compile(r"(?i)neuron")
+
+
+def _tpu_only(text: str) -> bool:
+    """Whether a Python file's code (comments aside) names TPUs and never Neuron."""
+    if "tpu" not in text.lower():
+        return False
+    code = _blank_comments(text)
+    return _TPU.search(code) is not None and _NEURON_WORD.search(code) is None
 
 
 def _on_neuron_path(findings: list[Finding]) -> list[Finding]:
