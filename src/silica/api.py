@@ -162,7 +162,9 @@ def _context(
     from silica.context import plan_context
 
     price = [f"{k}={v}" for k, v in prices.items()] if prices else None
-    return plan_context(region=region, option=option, price=price, engine=engine, systems=systems)
+    return plan_context(
+        region=region, option=option, price=price, engine=engine, systems=systems, given_as="argument"
+    )
 
 
 def _workload(task: str, kw: Mapping[str, Any]) -> Any:
