@@ -200,3 +200,18 @@ def test_bad_engine_settings_are_refused() -> None:
         simulate(Requests(np.array([1.0, 0.0]), np.ones(2), np.ones(2), "unsorted"), flat_table(0.1, 0.1))
     with pytest.raises(InputError, match="batched tokens"):
         simulate(reqs, flat_table(0.1, 0.1), settings=EngineSettings(max_batched_tokens=0))
+
+
+def test_engine_step_times_are_the_tables(l40s: StepTable) -> None:
+    # The engine inlines StepTable.decode_s / mixed_s / prefill_s for speed: they must agree.
+    # Request A decodes alone; B arrives mid-run, and its prompt rides one mixed step beside A.
+    reqs = Requests(np.array([0.0, 1.0]), np.array([500.0, 300.0]), np.array([1000.0, 2.0]), "two")
+    rec = simulate(reqs, l40s).records
+    assert rec.first_token[0] == pytest.approx(l40s.prefill_s(500), rel=1e-12)
+    k = int(rec.gap_n[0])  # A's run of decode steps up to B's arrival ...
+    # ... each priced at the mid context of the run as planned up to A's last token (999 steps)
+    assert rec.gap_s[0] == pytest.approx(l40s.decode_s(1, 500 + 999 / 2), rel=1e-12)
+    assert rec.scheduled[1] >= 1.0
+    mixed = rec.first_token[1] - rec.scheduled[1]
+    assert mixed == pytest.approx(l40s.mixed_s(300, 1, 500 + k), rel=1e-12)
+    assert rec.gap_s[1] == pytest.approx(mixed, rel=1e-12)

@@ -225,23 +225,20 @@ def simulate_closed_loop(
 
 
 def drive(engines: list[Replica], times: list[float], order: Any, balancer: str) -> None:
-    """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry."""
-    if len(engines) == 1:
-        only = engines[0]
-        for r, t in zip(order, times, strict=True):
-            only.run(t)
-            only.add(r, t)
-    elif balancer == "round-robin":
-        n = len(engines)
-        for i, (r, t) in enumerate(zip(order, times, strict=True)):
-            e = engines[i % n]
+    """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry.
+
+    Round robin decides each request's replica without looking at the replicas, so each one serves
+    its own share of the arrivals in one pass (`Replica.serve`); least outstanding looks at every
+    replica at every arrival, so they advance together, arrival by arrival."""
+    if len(engines) == 1 or balancer == "round-robin":
+        ids, n = list(order), len(engines)
+        for k, e in enumerate(engines):
+            e.serve(ids[k::n], times[k::n])
+        return
+    for r, t in zip(order, times, strict=True):
+        for e in engines:
             e.run(t)
-            e.add(r, t)
-    else:
-        for r, t in zip(order, times, strict=True):
-            for e in engines:
-                e.run(t)
-            min(engines, key=lambda e: e.outstanding).add(r, t)
+        min(engines, key=lambda e: e.outstanding).add(r, t)
     for e in engines:
         e.run(math.inf)
 
