@@ -215,3 +215,18 @@ def test_engine_step_times_are_the_tables(l40s: StepTable) -> None:
     mixed = rec.first_token[1] - rec.scheduled[1]
     assert mixed == pytest.approx(l40s.mixed_s(300, 1, 500 + k), rel=1e-12)
     assert rec.gap_s[1] == pytest.approx(mixed, rel=1e-12)
+
+
+def test_step_noise_gives_mg1_waiting_and_keeps_the_mean() -> None:
+    # A serial server whose one step per request takes S times a lognormal factor (mean 1, CV c):
+    # M/G/1, mean wait = rho S (1 + c^2) / (2 (1 - rho)) (Pollaczek-Khinchine).
+    s, rho, cv = 0.1, 0.6, 0.8
+    reqs = synthetic(rate=rho / s, n=60_000, input_len=100, output_len=1, seed=4)
+    noisy = EngineSettings(max_num_seqs=1, step_cv=cv, seed=1)
+    r = simulate(reqs, flat_table(s, 0.01), settings=noisy)
+    assert r.queue.mean == pytest.approx(1e3 * rho * s * (1 + cv**2) / (2 * (1 - rho)), rel=0.08)
+    assert r.utilisation == pytest.approx(rho, rel=0.03)
+    again = simulate(reqs, flat_table(s, 0.01), settings=noisy)
+    assert again.queue.mean == r.queue.mean  # seeded
+    with pytest.raises(InputError, match="coefficient of variation"):
+        simulate(reqs, flat_table(s, 0.01), settings=EngineSettings(step_cv=-1.0))

@@ -43,6 +43,12 @@ class EngineSettings:
 
     max_num_seqs: int = 256
     max_batched_tokens: int = 2048
+    # Host interference: each step (or run of identical decode steps) takes its table time times an
+    # independent lognormal factor of mean 1 and this coefficient of variation. 0 on a dedicated
+    # accelerator host; on a shared CPU host, the spread of closed-loop request times (a server's
+    # steps are then slowed at random by other processes, and by its own front end holding the GIL).
+    step_cv: float = 0.0
+    seed: int = 0  # of the step factors
 
 
 class Records:
@@ -109,6 +115,16 @@ class Replica:
         self.done = 0
         self.finished: list[int] = []  # requests in the order they finished (closed-loop clients)
         self.n_steps = 0
+        self.step_cv = settings.step_cv
+        self._rng = np.random.default_rng((settings.seed, index)) if settings.step_cv > 0 else None
+        self._factors: list[float] = []
+
+    def _draw(self) -> list[float]:
+        """The next block of step-time factors (lognormal, mean 1, CV `step_cv`), reversed for pop()."""
+        assert self._rng is not None
+        sigma2 = math.log1p(self.step_cv**2)
+        block = self._rng.lognormal(-sigma2 / 2.0, math.sqrt(sigma2), 4096)
+        return block.tolist()
 
     # -- the load balancer's view
     def add(self, r: int, t: float) -> None:
@@ -153,6 +169,7 @@ class Replica:
         c_last, t_last = len(ctxs) - 1, len(toks) - 1
         top_row = table.max_num_seqs - 1
         bisect = bisect_left
+        noisy, factors = self._rng is not None, self._factors
         cap, budget, max_seqs, prefilled, index = (
             self.cap,
             self.budget,
@@ -255,6 +272,10 @@ class Replica:
                             dt = d
                         elif d > row[0]:
                             dt += d - row[0]
+                    if noisy:
+                        if not factors:
+                            factors = self._factors = self._draw()
+                        dt *= factors.pop()
                     busy += dt
                     used = ctx_sum + reserved
                     kv_s += used * dt
@@ -320,6 +341,10 @@ class Replica:
                             j = c_last
                         x0 = ctxs[j - 1]
                         dt = row[j - 1] + (row[j] - row[j - 1]) * (c - x0) / (ctxs[j] - x0)
+                    if noisy:
+                        if not factors:
+                            factors = self._factors = self._draw()
+                        dt *= factors.pop()
                     # A blocked queue stays blocked until a finish; otherwise stop at the next arrival.
                     if not waiting and t + k * dt > h:
                         k = max(1, math.ceil((h - t) / dt))

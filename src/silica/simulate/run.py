@@ -103,6 +103,7 @@ class SimResult:
                 "max_batched_tokens": self.settings.max_batched_tokens,
                 "chunked_prefill": True,
                 "preemption": "recompute",
+                "step_cv": self.settings.step_cv,
             },
             "requests": self.requests,
             "completed": self.completed,
@@ -255,6 +256,11 @@ def check(replicas: int, settings: EngineSettings, balancer: str) -> None:
         raise InputError(
             f"Max batched tokens must be 1 or more, got {settings.max_batched_tokens}.",
             "pass --max-batched-tokens >= 1.",
+        )
+    if not (settings.step_cv >= 0 and math.isfinite(settings.step_cv)):
+        raise InputError(
+            f"The step-time coefficient of variation must be 0 or more, got {settings.step_cv}.",
+            "pass --step-cv >= 0 (0: no host interference).",
         )
     if balancer not in BALANCERS:
         raise InputError(f"Unknown load balancer {balancer!r}.", f"use one of {', '.join(BALANCERS)}.")
