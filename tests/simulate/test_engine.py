@@ -11,6 +11,7 @@ from silica.errors import InputError
 from silica.simulate import EngineSettings, Requests, StepTable, simulate, synthetic
 from silica.simulate.deploy import plan_replica
 from silica.simulate.disagg import kv_transfer, simulate_disaggregated
+from silica.simulate.run import SimResult
 from silica.workload import InferenceWorkload
 
 
@@ -230,3 +231,37 @@ def test_step_noise_gives_mg1_waiting_and_keeps_the_mean() -> None:
     assert again.queue.mean == r.queue.mean  # seeded
     with pytest.raises(InputError, match="coefficient of variation"):
         simulate(reqs, flat_table(s, 0.01), settings=EngineSettings(step_cv=-1.0))
+
+
+def test_prefix_cache_hits_skip_their_prefill(l40s: StepTable) -> None:
+    one = Requests(np.zeros(1), np.array([1000.0]), np.array([5.0]), "one")
+    hit = simulate(one, l40s, settings=EngineSettings(prefix_hit=0.75)).records
+    assert hit.first_token[0] == pytest.approx(l40s.prefill_s(250), rel=1e-12)
+    reqs = synthetic(rate=5, n=1500, input_len=1024, output_len=256, seed=3)
+    cold = simulate(reqs, l40s)
+    warm = simulate(reqs, l40s, settings=EngineSettings(prefix_hit=0.5))
+    assert warm.ttft.p90 < cold.ttft.p90
+    assert warm.to_dict()["engine"]["prefix_hit"] == 0.5
+    with pytest.raises(InputError, match="prefix-cache hit rate"):
+        simulate(reqs, l40s, settings=EngineSettings(prefix_hit=1.0))
+
+
+def test_swap_preemption_pays_the_copies_not_a_recompute() -> None:
+    reqs = synthetic(rate=20, n=400, input_len=200, output_len=200, seed=5)
+    table = flat_table(0.05, 0.01, kv_tokens=3000)  # 1e5 KV bytes per token
+
+    def run(preemption: str, gbps: float = 0.0) -> SimResult:
+        settings = EngineSettings(preemption=preemption, swap_bytes_per_s=gbps * 1e9)
+        return simulate(reqs, table, settings=settings)
+
+    fast, slow, recompute = run("swap", 1000.0), run("swap", 0.1), run("recompute")
+    for r in (fast, slow, recompute):
+        assert r.preemptions > 0 and r.completed == r.requests and r.kv_peak <= 1.0
+    # A near-free copy beats prefilling the evicted context again; a slow link is worse than both.
+    assert fast.e2e.mean < recompute.e2e.mean
+    assert slow.e2e.mean > fast.e2e.mean
+    assert fast.to_dict()["engine"]["preemption"] == "swap"
+    with pytest.raises(InputError, match="host link"):
+        run("swap", 0.0)
+    with pytest.raises(InputError, match="preemption mode"):
+        run("drop")

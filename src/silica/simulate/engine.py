@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from silica.errors import InputError
 from silica.simulate.steptime import StepTable
 
 __all__ = ["EngineSettings", "Records", "Replica"]
@@ -49,6 +50,16 @@ class EngineSettings:
     # steps are then slowed at random by other processes, and by its own front end holding the GIL).
     step_cv: float = 0.0
     seed: int = 0  # of the step factors
+    # Share of each prompt's tokens found in the prefix cache (vLLM's automatic prefix caching): they
+    # are not recomputed (at least one token always is). Their KV blocks still count against each
+    # sequence's room (shared blocks counted once per sequence: conservative on memory).
+    prefix_hit: float = 0.0
+    # How a sequence evicted for KV room comes back: "recompute" (vLLM's default: its prompt and
+    # generated tokens are prefilled again) or "swap" (its KV cache is copied to host memory and
+    # back over a link of `swap_bytes_per_s`, stalling the engine for each copy; host memory is
+    # taken as large enough).
+    preemption: str = "recompute"
+    swap_bytes_per_s: float = 0.0
 
 
 class Records:
@@ -116,15 +127,26 @@ class Replica:
         self.finished: list[int] = []  # requests in the order they finished (closed-loop clients)
         self.n_steps = 0
         self.step_cv = settings.step_cv
+        self.hit = settings.prefix_hit
+        self.swap_s = 0.0  # seconds to copy one token's KV cache to or from host memory
+        if settings.preemption == "swap":
+            per_token = table.kv_bytes_per_token
+            if not (per_token > 0 and math.isfinite(per_token)):
+                raise InputError(
+                    f"{table.label}: swap preemption needs the KV bytes per token, which this table lacks.",
+                    "use recompute preemption with a measured step table.",
+                )
+            self.swap_s = per_token / settings.swap_bytes_per_s
+        self.swapped: dict[int, int] = {}  # request -> KV tokens held in host memory
         self._rng = np.random.default_rng((settings.seed, index)) if settings.step_cv > 0 else None
         self._factors: list[float] = []
 
     def _draw(self) -> list[float]:
-        """The next block of step-time factors (lognormal, mean 1, CV `step_cv`), reversed for pop()."""
+        """The next block of step-time factors (lognormal, mean 1, CV `step_cv`), taken by pop()."""
         assert self._rng is not None
         sigma2 = math.log1p(self.step_cv**2)
-        block = self._rng.lognormal(-sigma2 / 2.0, math.sqrt(sigma2), 4096)
-        return block.tolist()
+        block: list[float] = self._rng.lognormal(-sigma2 / 2.0, math.sqrt(sigma2), 4096).tolist()
+        return block
 
     # -- the load balancer's view
     def add(self, r: int, t: float) -> None:
@@ -170,6 +192,7 @@ class Replica:
         top_row = table.max_num_seqs - 1
         bisect = bisect_left
         noisy, factors = self._rng is not None, self._factors
+        hit, swap_s, swapped = self.hit, self.swap_s, self.swapped
         cap, budget, max_seqs, prefilled, index = (
             self.cap,
             self.budget,
@@ -189,6 +212,24 @@ class Replica:
                 if waiting:  # admit in arrival order while a sequence slot and KV room last
                     while waiting and len(running) + len(prefilling) < max_seqs:
                         r = waiting[0]
+                        if r in swapped:  # swap preemption: its KV cache comes back from host memory
+                            need = swapped[r]
+                            if ctx_sum + reserved + need > cap:
+                                break
+                            waiting.popleft()
+                            del swapped[r]
+                            dt = need * swap_s
+                            busy += dt
+                            in_sys += dt * outstanding
+                            t += dt
+                            join[r] = steps
+                            context0[r] = need
+                            ctx_sum += need
+                            running.append(r)
+                            heappush(heap, (steps + left[r], r))
+                            gap_s.append(t - preempted_at.pop(r))
+                            gap_n.append(1.0)
+                            continue
                         resumed = r in left
                         need = prompt_n[r] + (output_n[r] - left[r] - 1 if resumed else 0)
                         if need + 1 > cap:  # can never fit: refused (left unfinished in the records)
@@ -219,17 +260,28 @@ class Replica:
                             gap_n.append(1.0)
                             continue
                         reserved += need
-                        prefilling.append([r, need, need])
+                        if hit:
+                            compute = need - int(prompt_n[r] * hit)
+                            prefilling.append([r, compute if compute > 1 else 1, need])
+                        else:
+                            prefilling.append([r, need, need])
                 b = len(running)
                 if prefilling:
                     while b and ctx_sum + reserved + b > cap:  # KV room: preempt the newest
                         r = running.pop()
                         gen = steps - join[r]
-                        ctx_sum -= context0[r] + gen
+                        ctx = context0[r] + gen
+                        ctx_sum -= ctx
                         left[r] -= gen
                         preemptions[r] += 1
                         preempted_at[r] = t
                         del join[r]
+                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
+                            swapped[r] = ctx
+                            dt = ctx * swap_s
+                            busy += dt
+                            in_sys += dt * outstanding
+                            t += dt
                         waiting.appendleft(r)
                         b -= 1
                     # one step that prefills (chunks of) waiting prompts alongside the running decodes
@@ -317,11 +369,18 @@ class Replica:
                     while b and ctx_sum + b > cap:  # KV room for the next decode step
                         r = running.pop()
                         gen = steps - join[r]
-                        ctx_sum -= context0[r] + gen
+                        ctx = context0[r] + gen
+                        ctx_sum -= ctx
                         left[r] -= gen
                         preemptions[r] += 1
                         preempted_at[r] = t
                         del join[r]
+                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
+                            swapped[r] = ctx
+                            dt = ctx * swap_s
+                            busy += dt
+                            in_sys += dt * outstanding
+                            t += dt
                         waiting.appendleft(r)
                         b -= 1
                     if not b:
