@@ -152,7 +152,7 @@ def measure(url: str, model: str, *, requests: int, seed: int = 0) -> dict[str, 
         f"{100 * (throughput[2] / throughput[1] - 1):+.0f}% (a batching server would be near +100%)",
     }
     table, _ = fit(closed)
-    prompt_tokens = statistics.median(row[0] for row in sizes[0])
+    prompt_tokens = statistics.median(row[0] for row in pair)  # the load's prompt (INPUT_WORDS)
     service_s = table.prefill_s(prompt_tokens) + (OUTPUT_LEN - 1) * table.decode_s(1, 0.0)
     runs = []
     for k, share in enumerate(LOAD_SHARES):
@@ -179,56 +179,79 @@ def measure(url: str, model: str, *, requests: int, seed: int = 0) -> dict[str, 
     }
 
 
-def fit(closed: dict[str, Any]) -> tuple[Any, float]:
+def fit(closed: dict[str, Any], probe: int | None = None) -> tuple[Any, float]:
     """The step table the closed-loop requests give, and the spread of their service times.
 
     Prefill: a line through the mean time to first text at each prompt size (slope >= 0, so one
-    noisy point cannot make a longer prompt faster). Decode: the mean time per output token at
-    concurrency 1 (and 2, unless the server runs one request at a time: then max running
-    sequences = 1). Means, not medians: host noise lengthens the mean, and the mean is what sets
-    the server's load. The spread: the coefficient of variation of the one-client requests' service
-    times (TTFT + (tokens - 1) x TPOT) at the load's shape, the step noise the simulator adds
-    (`EngineSettings.step_cv`). Everything here comes from closed-loop requests; nothing from the
-    open-loop runs that are compared.
+    noisy point cannot make a longer prompt faster). Decode: the mean time per output token of one
+    client (the server runs one request at a time, so no batch of two is fitted). Means, not
+    medians: host noise lengthens the mean, and the mean is what sets the server's load.
+
+    `probe` k: the level from the one-client probe run just before open-loop rate k (the same
+    request shape as the load): its mean time per output token is the decode step, and the
+    prefill line is moved to pass through its mean time to first text. On a shared machine the
+    server's speed drifts over minutes with the other jobs (the probes differ by 2-3x), and the
+    probe measures it in the conditions of that rate's run. Without `probe`, every closed-loop
+    request is pooled.
+
+    The spread: the coefficient of variation of the one-client probes' service times (TTFT +
+    (tokens - 1) x TPOT), each probe about its own mean (RMS over the probes), turned into the
+    simulator's step noise (`EngineSettings.step_cv`) that gives that service-time spread.
+    Everything comes from closed-loop requests; nothing from the open-loop runs compared.
     """
     import numpy as np
 
     from silica.simulate import StepTable
 
-    serialised = bool(closed["serialised"])
     sizes = [np.asarray(rows, dtype=float) for rows in closed["sizes"]]
     probes = [np.asarray(rows, dtype=float) for rows in closed["probes"] if rows]
     tokens = [float(np.median(a[:, 0])) for a in sizes]
     ttfts = [float(a[:, 2].mean()) for a in sizes]
     slope = max(float(np.polyfit(tokens, ttfts, 1)[0]), 0.0)
     intercept = float(np.mean(ttfts)) - slope * float(np.mean(tokens))
-    one = np.concatenate([*sizes, *probes])
-    decode = [(1, float(one[:, 3].mean()))]
-    if not serialised:
-        decode.append((2, float(np.asarray(closed["pair"], dtype=float)[:, 3].mean())))
-    shape = np.concatenate([sizes[0], *probes])  # the load's prompt size
-    service = shape[:, 2] + (shape[:, 1] - 1) * shape[:, 3]
-    cv = float(service.std() / service.mean())
+    if probe is not None and probe < len(probes):
+        level = probes[probe]
+        intercept = float(level[:, 2].mean()) - slope * float(np.median(level[:, 0]))
+        step = float(level[:, 3].mean())
+    else:
+        step = float(np.concatenate([*sizes, *probes])[:, 3].mean())
+    spreads = []
+    for a in probes or sizes[:1]:
+        service = a[:, 2] + (a[:, 1] - 1) * a[:, 3]
+        spreads.append(float(service.std() / service.mean()))
+    spread = float(np.sqrt(np.mean(np.square(spreads))))
+    # A one-client request is two engine steps here: its prefill (P) and one run of (tokens - 1)
+    # decode steps (R), each scaled by its own noise factor, so its service time spreads less than
+    # a step does: CV(P + R) = cv sqrt(P^2 + R^2) / (P + R). The step CV is the one that gives the
+    # measured service-time CV (what a closed-loop simulation of the probe reproduces).
+    shape = probes[probe if probe is not None and probe < len(probes) else 0] if probes else sizes[0]
+    p_s = max(intercept + slope * float(np.median(shape[:, 0])), 1e-6)
+    r_s = (float(np.median(shape[:, 1])) - 1) * step
+    cv = spread * (p_s + r_s) / float(np.hypot(p_s, r_s))
     table = StepTable.from_measurements(
-        "transformers serve (fitted)" + (", one request at a time" if serialised else ""),
-        prefill=[(t, intercept + slope * t) for t in tokens],
-        decode=decode,
+        "transformers serve (fitted), one request at a time",
+        prefill=[(t, max(intercept + slope * t, 1e-6)) for t in tokens],
+        decode=[(1, step)],
         kv_tokens=1_000_000,  # CPU memory: the tiny model's KV cache never limits
-        max_num_seqs=1 if serialised else None,
+        max_num_seqs=1,  # transformers serve's sequential GenerateManager (see `measure`)
     )
     return table, cv
 
 
-def compare(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per rate: measured and simulated p50/p90/p99 of TTFT and TPOT (ms) on the same arrivals."""
+def compare(data: dict[str, Any], *, levels: bool = True, noise: bool = True) -> list[dict[str, Any]]:
+    """Per rate: measured and simulated p50/p90/p99 of TTFT and TPOT (ms) on the same arrivals.
+
+    `levels`: each rate's step times from the probe before it (else all closed-loop requests
+    pooled); `noise`: the fitted step noise (else steps take their mean time every time)."""
     import numpy as np
 
     from silica.simulate import EngineSettings, Requests, simulate
     from silica.simulate.run import QUANTILES, weighted_percentiles
 
-    table, cv = fit(data["closed_loop"])
     out = []
-    for run in data["open_loop"]:
+    for k, run in enumerate(data["open_loop"]):
+        table, cv = fit(data["closed_loop"], probe=k if levels else None)
+        cv = cv if noise else 0.0
         rows = np.asarray([[np.nan if v is None else v for v in row] for row in run["rows"]], dtype=float)
         t = rows[:, 0] - rows[0, 0]
         reqs = Requests(t, rows[:, 1], rows[:, 2], f"replayed loopback run at {run['rate_req_s']:.2f}/s")
@@ -277,16 +300,21 @@ def table_text(data: dict[str, Any]) -> str:
     cl = data["closed_loop"]
     table, cv = fit(cl)
     pre = ", ".join(f"{t:.0f} tok {1e3 * s:.1f} ms" for t, s in zip(table.tokens, table.prefill, strict=True))
-    dec = ", ".join(f"c={b + 1} {1e3 * row[0]:.2f} ms" for b, row in enumerate(table.decode))
     rps = ", ".join(f"c={c} {float(v):.1f}/s" for c, v in cl["req_per_s"].items())
     n = sum(len(rows) for rows in cl["sizes"]) + sum(len(rows) for rows in cl["probes"])
-    medians = [float(np.median(np.asarray(rows, dtype=float)[:, 3])) * 1e3 for rows in cl["probes"]]
+    levels = []
+    for k, rows in enumerate(cl["probes"]):
+        t, _ = fit(cl, probe=k)
+        size = float(np.median(np.asarray(rows, dtype=float)[:, 0]))
+        levels.append(f"{1e3 * t.decode[0][0]:.2f} ms/token, {1e3 * t.prefill_s(size):.1f} ms to first text")
     lines = [
-        f"fit ({n} closed-loop requests, one client): prefill {pre}; decode step {dec}; requests/s {rps}",
+        f"fit ({n} closed-loop requests, one client), all pooled: prefill {pre}; decode step "
+        f"{1e3 * table.decode[0][0]:.2f} ms; requests/s {rps}",
         "server runs one request at a time (transformers serve's sequential GenerateManager): "
         f"max running sequences = 1; closed-loop check: {cl.get('closed_loop_check', 'n/a')}",
-        f"closed-loop service-time CV {cv:.2f} (the simulated step noise, {SIM_SEEDS} draws pooled per rate); "
-        "probe TPOT medians before each rate " + ", ".join(f"{m:.2f}" for m in medians) + " ms",
+        "level from the one-client probe before each rate: " + "; ".join(levels),
+        f"step noise: CV {cv:.2f} per step, from the probes' service-time spread ({SIM_SEEDS} draws "
+        "pooled per rate)",
         "",
         "rate/s (load)  metric  measured p50/p90/p99 ms   simulated p50/p90/p99 ms  error p50  p90    p99",
     ]
@@ -308,6 +336,19 @@ def table_text(data: dict[str, Any]) -> str:
             *(100 * worst[q] for q in ("p50", "p90", "p99")), data["date"]
         )
     )
+    for what, kw in (
+        ("without the step noise", {"noise": False}),
+        ("with all closed-loop requests pooled (no level per rate)", {"levels": False}),
+        ("with neither (steps at the pooled mean, no noise)", {"levels": False, "noise": False}),
+    ):
+        worst_of = {
+            q: max(abs(e) for r in compare(data, **kw) for k, e in errors(r).items() if k.endswith(q))
+            for q in worst
+        }
+        lines.append(
+            f"  {what}: largest |error| p50 {100 * worst_of['p50']:.0f}%, p90 {100 * worst_of['p90']:.0f}%, "
+            f"p99 {100 * worst_of['p99']:.0f}%"
+        )
     return "\n".join(lines)
 
 
@@ -331,10 +372,10 @@ def main() -> int:
     ap.add_argument("--no-save", action="store_true", help="print only; keep the bundled measurements")
     args = ap.parse_args()
     data = run_experiment(args.requests, args.seed)
-    print(table_text(data))
-    if not args.no_save:
+    if not args.no_save:  # saved before the analysis, so a measurement is never lost to it
         DATA.write_text(json.dumps(data, indent=1) + "\n")
         print(f"saved {DATA.relative_to(ROOT)}; run scripts/simulate_docs.py to update docs/simulate.md")
+    print(table_text(data))
     return 0
 
 

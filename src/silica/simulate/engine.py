@@ -220,6 +220,7 @@ class Replica:
                             del swapped[r]
                             dt = need * swap_s
                             busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
                             in_sys += dt * outstanding
                             t += dt
                             join[r] = steps
@@ -280,6 +281,7 @@ class Replica:
                             swapped[r] = ctx
                             dt = ctx * swap_s
                             busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
                             in_sys += dt * outstanding
                             t += dt
                         waiting.appendleft(r)
@@ -379,6 +381,7 @@ class Replica:
                             swapped[r] = ctx
                             dt = ctx * swap_s
                             busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
                             in_sys += dt * outstanding
                             t += dt
                         waiting.appendleft(r)
