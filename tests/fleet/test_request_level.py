@@ -22,7 +22,7 @@ def test_request_level_says_so_and_keeps_the_fluid_figure(small_fleet: Callable[
     fluid = simulate_file(path, ["static"])
     sim = simulate_file(path, ["static"], latency_model="request")
     assert fluid.latency_model == "fluid" and sim.latency_model == "request"
-    assert any("request-level simulator" in a for a in sim.assumptions)
+    assert any("from the request-level simulator" in a for a in sim.assumptions)
     run = sim.runs[0]
     m = run.metrics
     assert m["fluid_slo_attainment"] == fluid.runs[0].metrics["slo_attainment"] == 1.0

@@ -254,15 +254,12 @@ def simulate(
     )
     if latency_model == "request":
         latency = (
-            "latency model: request-level simulator (one engine per pool replays Poisson arrivals "
-            "following the step curve; SLO attainment = demand whose simulated requests met the TTFT "
-            "and time-per-output-token targets)"
+            "SLO attainment: from the request-level simulator (one engine per pool replays Poisson "
+            "arrivals following the step curve; demand whose simulated requests met the TTFT and "
+            "time-per-output-token targets)"
         )
     else:
-        latency = (
-            "latency model: fluid (SLO attainment: share of demanded output tokens served by replicas "
-            "running within their SLO capacity)"
-        )
+        latency = "SLO attainment: share of demanded output tokens served by replicas running within their SLO capacity"
     assumptions = (
         *fleet.assumptions,
         *fleet.demand.notes,
