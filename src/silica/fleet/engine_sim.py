@@ -19,7 +19,7 @@ request-level simulator (`silica.simulate`) instead:
   its TTFT and its mean time per output token are within the fleet's targets. Demand in a step
   with no serving replica misses.
 
-The cost grows with the requests one engine per pool sees over the horizon (about 150,000 per
+The cost grows with the requests one engine per pool sees over the horizon (about 130,000 per
 CPU-second); `max_requests` bounds it.
 """
 

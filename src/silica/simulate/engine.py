@@ -12,8 +12,8 @@ filling) the batch does not change, so the engine advances a whole run of identi
 at once, charging each the step time at the run's mid context. A replica's work per request is a
 few of these runs, not one per generated token. The scheduler runs as one loop over local variables
 (`Replica.serve`), fed a replica's whole share of the arrivals when the balancer does not need to
-look at the replicas (round robin, one replica): about 150,000 simulated requests per CPU-second
-(benchmarks/simulate_speed.py).
+look at the replicas (round robin, one replica): 124,000 to 147,000 simulated requests per
+CPU-second on the 2-core development machine (benchmarks/simulate_speed.py).
 """
 
 from __future__ import annotations
