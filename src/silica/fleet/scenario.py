@@ -401,4 +401,5 @@ def build_fleet(
         restart_minutes=10.0 if training is None else training.restart_minutes,
         checkpoint_minutes=30.0 if training is None else training.checkpoint_minutes,
         assumptions=tuple(notes),
+        workload=workload,
     )
