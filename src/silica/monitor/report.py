@@ -129,7 +129,7 @@ def _classify(series: Sequence[Series]) -> dict[str, list[tuple[Series, float]]]
     """Series by signal key; histogram parts under 'key:bucket', 'key:sum', 'key:count'."""
     out: dict[str, list[tuple[Series, float]]] = defaultdict(list)
     for s in series:
-        found = signal_of(s.name)
+        found = signal_of(s.name, s.labels)
         if found:
             out[found[0].key].append((s, found[2]))
             continue
