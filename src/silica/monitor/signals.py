@@ -178,6 +178,20 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:num_preemptions_total"),
     ),
     _signal(
+        "prefix_cache_queries",
+        "counter",
+        "tokens",
+        "prompt tokens looked up in the prefix cache",
+        ("vllm", "vllm:prefix_cache_queries_total"),
+    ),
+    _signal(
+        "prefix_cache_hits",
+        "counter",
+        "tokens",
+        "prompt tokens served from the prefix cache",
+        ("vllm", "vllm:prefix_cache_hits_total"),
+    ),
+    _signal(
         "chip_utilisation",
         "gauge",
         "fraction",
