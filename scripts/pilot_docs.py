@@ -57,7 +57,11 @@ def vllm_block() -> str:
     for name in ("pilot-steps.json", "pilot-light.json"):
         for s in json.loads((VLLM_RUN / name).read_text())["steps"]:
             e = s["engine"]
-            label = f"{s['rate']:g} requests/s ({s.get('arrival') or 'poisson'})" if s["mode"] == "open" else f"{s['concurrency']} in flight"
+            label = (
+                f"{s['rate']:g} requests/s ({s.get('arrival') or 'poisson'})"
+                if s["mode"] == "open"
+                else f"{s['concurrency']} in flight"
+            )
             rows.append(
                 f"| {label} | {s['mean_in_flight']:.2f} | {e['running_mean']:.2f} / {e['running_max']:g} | "
                 f"{e['waiting_max']:g} | {s['achieved_rate']:.2f} | {s['ttft_ms']['p50']:.1f} ms | "

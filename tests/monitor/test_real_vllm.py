@@ -37,7 +37,13 @@ def _steps(name: str) -> list[dict[str, Any]]:
 
 def _series(name: str, a: float, b: float) -> list[tuple[float, float]]:
     tel = read_file(RECORDING)
-    return [(t, v) for s in tel.series if s.name == name for t, v in zip(s.times, s.values, strict=True) if a <= t <= b]
+    return [
+        (t, v)
+        for s in tel.series
+        if s.name == name
+        for t, v in zip(s.times, s.values, strict=True)
+        if a <= t <= b
+    ]
 
 
 def test_the_names_silica_reads_are_the_ones_vllm_0_32_exports() -> None:

@@ -93,7 +93,9 @@ def test_closed_loop_holds_n_open_loop_keeps_its_rate_and_prompts_miss_the_cache
     assert closed["mode"] == "closed" and opened["mode"] == "open"
     assert closed["mean_in_flight"] == pytest.approx(4, rel=0.02)
     assert closed["engine"]["running_max"] == 4 and closed["engine"]["waiting_max"] == 0
-    assert closed["engine"]["running_mean"] >= 0.75 * 4  # client turnaround between requests: see the recorded test
+    assert (
+        closed["engine"]["running_mean"] >= 0.75 * 4
+    )  # client turnaround between requests: see the recorded test
     assert opened["achieved_rate"] == pytest.approx(10, rel=0.05)
     for step in (closed, opened):
         assert step["engine"]["prefix_cache_queries"] > 0

@@ -265,9 +265,7 @@ def _index() -> dict[str, list[tuple[tuple[str, str] | None, Signal, str, float]
 _BY_NAME = _index()
 
 
-def signal_of(
-    name: str, labels: tuple[tuple[str, str], ...] = ()
-) -> tuple[Signal, str, float] | None:
+def signal_of(name: str, labels: tuple[tuple[str, str], ...] = ()) -> tuple[Signal, str, float] | None:
     """The signal, exporter and scale a metric family name carries (with these labels, for a family
     whose members mean different things), or None when Silica does not read it."""
     have = dict(labels)
