@@ -105,7 +105,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             "run `silica pilot run --plan KIT_DIR` with the kit from `silica pilot plan`.",
         )
     tpot, ttft = _measured(result, "tpot_ms", dep.max_batch), _measured(result, "ttft_ms", dep.max_batch)
-    left_out = [why for s in result.get("steps", []) if (why := _left_out(s, dep.max_batch))]
+    left_out = [r for s in result.get("steps", []) if (r := _left_out(s, dep.max_batch))]
     if not tpot and not ttft:
         raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
     cal = without_user_overlay(base or load_calibration())  # refit from the shipped parameters
