@@ -72,3 +72,14 @@ def test_the_documented_triton_example_reads_running_waiting_and_kv_use() -> Non
     assert [s.label("request_type") for s in waiting] == ["waiting"]
     assert waiting[0].values == (1.0, 1.0)
     assert kv[0].values == (pytest.approx(0.4875), pytest.approx(0.4875))
+
+
+def test_the_engine_dashboard_queries_triton_with_its_label_matcher() -> None:
+    from silica.monitor.dashboard import engine_dashboard
+
+    exprs = "\n".join(t["expr"] for p in engine_dashboard()["panels"] for t in p.get("targets", []))
+    assert 'nv_trt_llm_request_metrics{request_type="active",deployment=~"$deployment"}' in exprs
+    assert (
+        'nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",deployment=~"$deployment"}' in exprs
+    )
+    assert "rate(trtllm_time_per_output_token_seconds_bucket{" in exprs
