@@ -124,7 +124,9 @@ def _plan(tmp: Path, fit_on: list[int]) -> tuple[Path, Path, dict[str, Any]]:
     return tmp / "fit.json", overlay, json.loads(overlay.read_text())["entries"][0]
 
 
-def _report(tmp: Path, overlay: Path, window: list[float], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _report(
+    tmp: Path, overlay: Path, window: list[float], monkeypatch: pytest.MonkeyPatch, *, repoint: bool = True
+) -> dict[str, Any]:
     monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
     model = str(DATA / "tiny-llama.json")
     code, out, err = run(
@@ -135,7 +137,8 @@ def _report(tmp: Path, overlay: Path, window: list[float], monkeypatch: pytest.M
     # An estimate of a local config.json names the model by its file stem, which the monitor cannot
     # estimate again; the plan is pointed at the file (as a user would, editing the saved JSON).
     body = json.loads(out)
-    body["model"] = model
+    if repoint:
+        body["model"] = model
     plan.write_text(json.dumps(body))
     monkeypatch.delenv("SILICA_CALIBRATION_OVERLAY")  # the report must take it from the plan
     a, b = window
@@ -199,3 +202,13 @@ def _with_overlay(path: Path) -> Any:
     from silica.perf.overlay import with_user_overlay
 
     return with_user_overlay(load_calibration(), path)
+
+
+def test_a_plan_whose_model_cannot_be_estimated_again_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, overlay, _ = _plan(tmp_path, [2, 4, 8])
+    dep = _report(tmp_path, overlay, META["windows"]["closed_c1"], monkeypatch, repoint=False)
+    assert dep["windows"][0]["expected_tpot_ms"] is None
+    assert any("no estimate of 'tiny-llama' on g6e.xlarge" in m for m in dep["missing"])
+    assert all(d["against"] == "plan" for d in dep["drift"])
