@@ -55,10 +55,12 @@ def vllm_block() -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in ("pilot-steps.json", "pilot-light.json"):
-        for s in json.loads((VLLM_RUN / name).read_text())["steps"]:
+        result = json.loads((VLLM_RUN / name).read_text())
+        arrival = result["plan"].get("arrival", "poisson")
+        for s in result["steps"]:
             e = s["engine"]
             label = (
-                f"{s['rate']:g} requests/s ({s.get('arrival') or 'poisson'})"
+                f"{s['rate']:g} requests/s ({arrival})"
                 if s["mode"] == "open"
                 else f"{s['concurrency']} in flight"
             )
