@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Collection, Iterable
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from silica.catalog._offer import OfferSku, read_offer
@@ -213,9 +214,9 @@ def write_prices(prices: Iterable[Price], path: Path) -> None:
     """
     from silica._files import atomic_open
 
-    fields = list(Price.model_fields)
+    columns = [f.name for f in fields(Price)]
     with atomic_open(Path(path), "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for price in prices:
-            writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})
+            writer.writerow({k: ("" if v is None else v) for k, v in asdict(price).items()})

@@ -101,8 +101,10 @@ def _only(name: str) -> typer.Typer | None:
     from typer.main import get_command_name, solve_typer_info_defaults
 
     commands = [
-        c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name
-    ]  # type: ignore[union-attr]
+        c
+        for c in app.registered_commands
+        if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name
+    ]
     groups = [g for g in app.registered_groups if solve_typer_info_defaults(g).name == name]
     if len(commands) + len(groups) != 1:
         return None
