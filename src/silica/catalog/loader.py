@@ -19,7 +19,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -84,9 +84,10 @@ def _validate(path: Path, line: int, raw: Mapping[str | None, Any], model: type[
             f"{path}, line {line}: more cells than header columns.", "quote cells that contain commas."
         )
     values = cell_values(raw, model)
-    row = plain_row(model, values)
-    if row is None:
-        row = pydantic_row(model, values, path, line)
+    row = plain_row(model, values)  # numbers read directly are finite
+    if row is not None:
+        return row
+    row = pydantic_row(model, values, path, line)
     for spec in fields(row):
         value = getattr(row, spec.name)
         if isinstance(value, float) and not math.isfinite(value):
@@ -99,13 +100,13 @@ def _validate(path: Path, line: int, raw: Mapping[str | None, Any], model: type[
 def cell_values(raw: Mapping[Any, Any], model: type[M]) -> dict[str, Any]:
     """A CSV row's cells by field: stripped text, None for an empty required cell, none for an empty
     optional one (it takes the field's default)."""
-    specs = {f.name: f for f in fields(model)}
+    optional = _plan(model).optional
     values: dict[str, Any] = {}
     for key, cell in raw.items():
         text = (cell or "").strip() if isinstance(cell, str) or cell is None else cell
         name = str(key).strip()
         if text == "":
-            if name in specs and not _required(specs[name]):
+            if name in optional:
                 continue  # an empty optional cell takes the field's default ("" for notes)
             values[name] = None  # unknown stays unknown: None, never a guess
         else:
@@ -170,17 +171,29 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
     return defer
 
 
-_Plan = tuple[tuple[str, Callable[[Any], Any], float | None, float | None], ...]
+@dataclass(frozen=True)
+class _Plan:
+    """How the cells of one row type are read directly: field names, the optional ones, and for each
+    field its converter and bounds (ge, gt)."""
+
+    names: frozenset[str]
+    optional: frozenset[str]
+    steps: tuple[tuple[str, Callable[[Any], Any], float | None, float | None], ...]
+
+
 _PLANS: dict[type[Any], _Plan] = {}
 
 
 def _plan(model: type[Any]) -> _Plan:
-    """(field, converter, ge, gt) for each field of `model`."""
     if model not in _PLANS:
         hints = get_type_hints(model)
-        _PLANS[model] = tuple(
-            (f.name, _converter(hints[f.name]), f.metadata.get("ge"), f.metadata.get("gt"))
-            for f in fields(model)
+        _PLANS[model] = _Plan(
+            names=frozenset(f.name for f in fields(model)),
+            optional=frozenset(f.name for f in fields(model) if not _required(f)),
+            steps=tuple(
+                (f.name, _converter(hints[f.name]), f.metadata.get("ge"), f.metadata.get("gt"))
+                for f in fields(model)
+            ),
         )
     return _PLANS[model]
 
@@ -188,11 +201,11 @@ def _plan(model: type[Any]) -> _Plan:
 def plain_row(model: type[M], values: Mapping[str, Any]) -> M | None:
     """`values` (cells by field) as a `model` row when every cell is plain; None: ask pydantic."""
     plan = _plan(model)
-    if not values.keys() <= {name for name, *_ in plan}:
+    if not values.keys() <= plan.names:
         return None
     out: dict[str, Any] = {}
     try:
-        for name, convert, ge, gt in plan:
+        for name, convert, ge, gt in plan.steps:
             if name not in values:
                 continue  # the field's default, as pydantic gives it
             value = convert(values[name])

@@ -11,10 +11,13 @@ import math
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from silica.catalog._offer import OfferSku, read_offer
 from silica.catalog.schema import PURCHASE_OPTIONS, Catalog, Price, PurchaseOption
 from silica.errors import DataFileError, InputError, UnknownNameError
+
+if TYPE_CHECKING:  # the offer-file reader loads only when a file is imported, not at every start
+    from silica.catalog._offer import OfferSku
 
 __all__ = [
     "DEFAULT_PREFERENCE",
@@ -126,6 +129,8 @@ def import_offer_file(path: Path, known: Collection[str] | None = None) -> list[
 
         known = load_catalog().instances
     path = Path(path)
+    from silica.catalog._offer import read_offer
+
     offer = read_offer(path, known)
     source = f"AWS Price List offer file {path.name} (AmazonEC2 version {offer.version or '?'})"
     return offer_sku_prices(path, offer.skus, source, offer.publication_date[:10])
