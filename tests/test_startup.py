@@ -23,14 +23,24 @@ def _names() -> list[str]:
 
 
 def test_every_command_line_builds_only_its_command() -> None:
-    before = (list(cli.app.registered_commands), list(cli.app.registered_groups))
+    """Each top-level name is registered by the module `_HOME` names, and `main` builds it alone."""
+    from typer.main import get_command
+
+    full = cli.app
+    before = (list(full.registered_commands), list(full.registered_groups))
+    assert set(cli._HOME) <= set(_names()) and set(cli._HOME.values()) <= set(cli._MODULES)
     for name in _names():
-        narrow = cli._only(name)
+        home = cli._HOME.get(name)
+        if home is None:
+            continue  # takes the long path: every module (correct, only slower)
+        assert name in get_command(cli._build((home,))).commands, (name, home)  # type: ignore[attr-defined]
+        narrow = cli._only(cli._build((home,)), name)
         assert narrow is not None, name
         assert len(narrow.registered_commands) + len(narrow.registered_groups) == 1, name
-    assert (cli.app.registered_commands, cli.app.registered_groups) == before  # the full app untouched
+    assert (full.registered_commands, full.registered_groups) == before  # the full app untouched
     for word in ("--help", "-h", "--version", "compar", "nope", ""):
-        assert cli._only(word) is None, word  # help, options and typos get the full app
+        assert cli._only(full, word) is None, word  # help, options and typos get the full app
+    assert cli.app is full  # built once
 
 
 def test_a_narrowed_command_prints_what_the_full_app_prints(
