@@ -419,7 +419,10 @@ class _Scanner:
             for m in pattern.finditer(text):
                 if any(a <= m.start() < b for a, b in spans):
                     continue  # a package named in `pip install ... deepspeed`, not the `deepspeed` launcher
-                if rule.id == "cpp-extension" and self._library_extension(m.group(0)):
+                owner = self._library_extension(m.group(0)) if rule.id == "cpp-extension" else None
+                if owner is not None:  # causal-conv1d's own kernels: that library's finding, not a local build
+                    at = text.count("\n", 0, m.start() + len(m.group(0)) - len(m.group(0).lstrip())) + 1
+                    found.append(_finding(owner, f"{m.group(0).strip()[:80]!r} in {name}", rel, at))
                     continue
                 # `^\s*key:` can start on a blank (or blanked comment) line above the key: count from the text
                 at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
@@ -431,12 +434,12 @@ class _Scanner:
                     covered |= _COVERED_BY.get(rule.id, frozenset())
         self.findings += [f for f in found if f.rule not in covered]
 
-    def _library_extension(self, statement: str) -> bool:
-        """Whether `import causal_conv1d_cuda` is the compiled extension of a library a rule names (round 5,
-        from lingua: causal-conv1d's own kernels, found by that library's rule), not the repository's own."""
+    def _library_extension(self, statement: str) -> CodeRule | None:
+        """The rule of the library whose compiled extension `import causal_conv1d_cuda` is (round 5, from
+        lingua: causal-conv1d's kernels are mamba-kernels), or None for the repository's own extension."""
         m = _EXT_IMPORT.search(statement)
         rule = self.packages.get(normalize(m.group(1))) if m else None
-        return rule is not None and rule.id != "cpp-extension"
+        return rule if rule is not None and rule.id != "cpp-extension" else None
 
     def _unlistable(self, err: OSError) -> Finding:
         where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
