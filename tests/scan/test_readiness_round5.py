@@ -105,3 +105,21 @@ def test_fsdp_and_compile_switches_in_configs(tmp_path: Path) -> None:
     )
     assert _where(report, "fsdp") == ["configs/llama.yaml:2"]
     assert _where(report, "torch-compile") == ["configs/llama.yaml:3", "train.sh:1"]
+
+
+def test_availability_helpers_name_the_dependency_they_switch_on(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "lora/awq.py": (
+                "from .utils import is_gptqmodel_available\n\n"
+                "def dispatch(layer):\n"
+                "    if is_gptqmodel_available() and layer.quantized:\n"
+                "        return layer\n"
+            ),
+            "utils.py": "def is_gptqmodel_available():\n    return False\n# is_deepspeed_available() in a comment\n",
+            "io.py": "def load():\n    return is_json_available()\n",
+        },
+    )
+    assert _where(report, "gpu-quant-kernels") == ["lora/awq.py:4"]
+    assert _where(report, "deepspeed") == []

@@ -276,6 +276,7 @@ class _Scanner:
             (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
         ]
         self.local = local_packages(root)
+        self.local_names = frozenset(normalize(n) for n in self.local)
         # A local package that is itself a library a rule names (Liger-Kernel's own `liger_kernel`): its own
         # modules are its implementation, but the repository's examples and scripts that import it use it.
         declared = declared_names(root)
@@ -492,6 +493,8 @@ class _Scanner:
         self.python_files += 1
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
+        if "_available(" in text:
+            self._availability_checks(text, rel)
         uses_torch = "torch" in text
         if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
@@ -521,7 +524,23 @@ class _Scanner:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
 
+    def _availability_checks(self, text: str, rel: str) -> None:
+        """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from
+        peft's LoRA layers over GPTQModel's AWQ kernels): a helper judged by what it checks. Definitions of
+        such helpers (`def is_..._available`) and comments are not uses."""
+        code = _blank_comments(text)
+        seen: set[str] = set()
+        for m in _AVAILABLE.finditer(code):
+            rule = self.package_rule(m.group(1))
+            if rule is not None and rule.id not in seen and normalize(m.group(1)) not in self.local_names:
+                seen.add(rule.id)
+                line = code.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"checks {m.group(0)}) before using it", rel, line))
+
+
 NEURON_PATH_RULE = "neuron-path"
+# `is_gptqmodel_available(`: a call (not a definition) of an availability helper named after a package.
+_AVAILABLE = re.compile(r"(?<!def )(?<![\w.])(?:[\w.]*\.)?is_([a-z0-9_]+?)_available\(")
 # torch-xla serves TPUs as well as Neuron: its imports (and Lightning's XLA strategies) name a Neuron path only
 # in a file that does not say it is for TPUs (issue 30: Composer's DeviceTPU is not its Neuron device).
 _XLA_IMPORTS = (
