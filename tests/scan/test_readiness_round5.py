@@ -22,7 +22,9 @@ def _where(report: ScanReport, rule: str) -> list[str]:
     return [f.location for f in report.findings if f.rule == rule]
 
 
-def test_continued_pip_install_runs_over_comment_lines_and_names_packages_not_launchers(tmp_path: Path) -> None:
+def test_continued_pip_install_runs_over_comment_lines_and_names_packages_not_launchers(
+    tmp_path: Path,
+) -> None:
     report = _scan(
         tmp_path,
         {

@@ -56,7 +56,9 @@ def _strip_comment(line: str) -> str:
 
 # Round 5 (issue 30, from lingua's Mamba app): a bare `git+https://github.com/Dao-AILab/causal-conv1d.git` line
 # installs the package its repository (or `#egg=`) names.
-_VCS_LINE = re.compile(r"^\s*(?:-e\s+)?git\+\S+?/([A-Za-z0-9][\w.-]*?)(?:\.git)?(?:@[^#\s]*)?(?:#egg=([\w.-]+)\S*)?\s*$")
+_VCS_LINE = re.compile(
+    r"^\s*(?:-e\s+)?git\+\S+?/([A-Za-z0-9][\w.-]*?)(?:\.git)?(?:@[^#\s]*)?(?:#egg=([\w.-]+)\S*)?\s*$"
+)
 
 
 def _requirements(lines: list[str]) -> Iterator[tuple[str, int]]:

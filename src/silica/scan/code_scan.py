@@ -65,9 +65,7 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 # Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
 # by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
-_INSTALL = re.compile(
-    r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
-)
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)")
 _EXT_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_]\w*?)_cuda\b")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
@@ -421,7 +419,9 @@ class _Scanner:
                 if any(a <= m.start() < b for a, b in spans):
                     continue  # a package named in `pip install ... deepspeed`, not the `deepspeed` launcher
                 owner = self._library_extension(m.group(0)) if rule.id == "cpp-extension" else None
-                if owner is not None:  # causal-conv1d's own kernels: that library's finding, not a local build
+                if (
+                    owner is not None
+                ):  # causal-conv1d's own kernels: that library's finding, not a local build
                     at = text.count("\n", 0, m.start() + len(m.group(0)) - len(m.group(0).lstrip())) + 1
                     found.append(_finding(owner, f"{m.group(0).strip()[:80]!r} in {name}", rel, at))
                     continue
@@ -522,7 +522,6 @@ class _Scanner:
                 rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
-
 
     def _availability_checks(self, text: str, rel: str) -> None:
         """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from
