@@ -63,7 +63,10 @@ _HASH_COMMENTS = (
 )
 _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
-_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
+# Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
+# by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)")
+_EXT_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_]\w*?)_cuda\b")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
 # `git clone https://github.com/vllm-project/vllm.git` in a Dockerfile or Makefile, built from source next:
@@ -271,6 +274,7 @@ class _Scanner:
             (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
         ]
         self.local = local_packages(root)
+        self.local_names = frozenset(normalize(n) for n in self.local)
         # A local package that is itself a library a rule names (Liger-Kernel's own `liger_kernel`): its own
         # modules are its implementation, but the repository's examples and scripts that import it use it.
         declared = declared_names(root)
@@ -340,7 +344,7 @@ class _Scanner:
         for m in _INSTALL.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             requirement_file = False
-            for token in m.group(1).replace("\\\n", " ").split():
+            for token in re.sub(r"\\\n", " ", m.group(1)).split():
                 token = token.strip("'\"")
                 if requirement_file:
                     requirement_file = False
@@ -403,13 +407,24 @@ class _Scanner:
             text = _blank_comments(text)
         if name.startswith(("Dockerfile", "Containerfile")) or name.endswith((".dockerfile", ".Dockerfile")):
             text = _resolve_args(text)
+        spans: list[tuple[int, int]] = []
         if installs:
             self._installs(text, rel, name)
+            spans = [m.span(1) for m in _INSTALL.finditer(text)]
         covered: set[str] = set()
         found: list[Finding] = []
         for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
+                if any(a <= m.start() < b for a, b in spans):
+                    continue  # a package named in `pip install ... deepspeed`, not the `deepspeed` launcher
+                owner = self._library_extension(m.group(0)) if rule.id == "cpp-extension" else None
+                if (
+                    owner is not None
+                ):  # causal-conv1d's own kernels: that library's finding, not a local build
+                    at = text.count("\n", 0, m.start() + len(m.group(0)) - len(m.group(0).lstrip())) + 1
+                    found.append(_finding(owner, f"{m.group(0).strip()[:80]!r} in {name}", rel, at))
+                    continue
                 # `^\s*key:` can start on a blank (or blanked comment) line above the key: count from the text
                 at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
                 line = text.count("\n", 0, at) + 1
@@ -419,6 +434,13 @@ class _Scanner:
                     found.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
                     covered |= _COVERED_BY.get(rule.id, frozenset())
         self.findings += [f for f in found if f.rule not in covered]
+
+    def _library_extension(self, statement: str) -> CodeRule | None:
+        """The rule of the library whose compiled extension `import causal_conv1d_cuda` is (round 5, from
+        lingua: causal-conv1d's kernels are mamba-kernels), or None for the repository's own extension."""
+        m = _EXT_IMPORT.search(statement)
+        rule = self.packages.get(normalize(m.group(1))) if m else None
+        return rule if rule is not None and rule.id != "cpp-extension" else None
 
     def _unlistable(self, err: OSError) -> Finding:
         where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
@@ -471,6 +493,8 @@ class _Scanner:
         self.python_files += 1
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
+        if "_available(" in text:
+            self._availability_checks(text, rel)
         uses_torch = "torch" in text
         if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
@@ -499,8 +523,23 @@ class _Scanner:
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
+    def _availability_checks(self, text: str, rel: str) -> None:
+        """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from
+        peft's LoRA layers over GPTQModel's AWQ kernels): a helper judged by what it checks. Definitions of
+        such helpers (`def is_..._available`) and comments are not uses."""
+        code = _blank_comments(text)
+        seen: set[str] = set()
+        for m in _AVAILABLE.finditer(code):
+            rule = self.package_rule(m.group(1))
+            if rule is not None and rule.id not in seen and normalize(m.group(1)) not in self.local_names:
+                seen.add(rule.id)
+                line = code.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"checks {m.group(0)}) before using it", rel, line))
+
 
 NEURON_PATH_RULE = "neuron-path"
+# `is_gptqmodel_available(`: a call (not a definition) of an availability helper named after a package.
+_AVAILABLE = re.compile(r"(?<!def )(?<![\w.])(?:[\w.]*\.)?is_([a-z0-9_]+?)_available\(")
 # torch-xla serves TPUs as well as Neuron: its imports (and Lightning's XLA strategies) name a Neuron path only
 # in a file that does not say it is for TPUs (issue 30: Composer's DeviceTPU is not its Neuron device).
 _XLA_IMPORTS = (
