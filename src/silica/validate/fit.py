@@ -21,8 +21,8 @@ from silica.catalog.schema import Catalog
 from silica.errors import SilicaError
 from silica.perf.calibration import (
     DEFAULT_PARAMS,
-    INHERITANCE,
     FITTED_PARAM_NAMES,
+    INHERITANCE,
     PARAM_BOUNDS,
     Calibration,
     FamilyParams,
@@ -65,7 +65,9 @@ def _to_x(p: FamilyParams) -> Array:
 
 
 def _from_x(x: Array) -> FamilyParams:
-    values = {n: float(math.exp(v)) if n in _LOG else float(v) for n, v in zip(FITTED_PARAM_NAMES, x, strict=True)}
+    values = {
+        n: float(math.exp(v)) if n in _LOG else float(v) for n, v in zip(FITTED_PARAM_NAMES, x, strict=True)
+    }
     return FamilyParams(**values)
 
 
