@@ -168,7 +168,8 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         if name == "request_overhead_us":  # an intercept: checked at the value the lightest step suggests
             at = max(start.request_overhead_us, unexplained_us(start, rows))
             where = (
-                f" from {at / 1e3:.3g} ms (the TTFT the model leaves unexplained at concurrency {rows[0][0]})"
+                f" from {at / 1e3:.3g} ms (the TTFT at concurrency {rows[0][0]} that the shipped parameters"
+                " leave unexplained)"
             )
         sens = sensitivity(name, which, rows, at)
         if sens < MIN_SENSITIVITY:
