@@ -143,7 +143,12 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
     overlay = json.loads((tmp_path / "xdg-data" / "silica" / "calibration-overlay.json").read_text())
     (entry,) = overlay["entries"]
     assert (entry["family"], entry["engine"]) == ("ada", "vllm")
-    assert set(entry["params"]) <= {"memory_eff", "layer_overhead_us", "compute_eff_max"}
+    assert set(entry["params"]) <= {
+        "memory_eff",
+        "layer_overhead_us",
+        "compute_eff_max",
+        "request_overhead_us",
+    }
     assert "tpot" not in json.dumps(entry["params"])  # parameters only, no measured figure as an answer
     after_ada, note_after = _tpot(str(model), "g6e.xlarge", 1)
     measured = res["steps"][0]["tpot_ms"]["p50"]

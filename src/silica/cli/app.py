@@ -78,8 +78,8 @@ def _plain_option_types() -> None:
     """
     from typer.core import TyperOption
 
-    original = TyperOption.make_metavar
-    if getattr(original, "_silica", False):
+    original = getattr(TyperOption, "make_metavar", None)  # typer 0.28 (pinned); newer: left alone
+    if original is None or getattr(original, "_silica", False):
         return
 
     def metavar(self: TyperOption, ctx: Any) -> str:
