@@ -62,6 +62,11 @@ class ServeSettings:
     max_body_bytes: int = 4 * 1024 * 1024  # any request body, multipart included
     max_inflight: int = 64  # concurrent compute requests; beyond this a 429, not a queue that grows
     max_jobs: int = 100  # finished jobs kept for their status endpoint
+    # A client gets this long to send a request's headers, and then its body; beyond, the connection
+    # is closed (408 for a body), so slow clients cannot hold connections open (slowloris).
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0  # 4 MiB, the body limit, takes 60 s at about 0.5 Mbit/s
+    max_connections: int = 512  # open connections at once; beyond, uvicorn answers 503 and closes
     store_url: str | None = None  # None: SILICA_DB_URL, else the CLI's SQLite
     extra_kinds: tuple[str, ...] = field(default=("pilot", "monitor"))
 
@@ -70,6 +75,15 @@ class ServeSettings:
             raise InputError(
                 f"Serving on {self.host} (not loopback) needs an API token.",
                 f"set {ENV_TOKENS}=<token> or pass --token-file FILE; or bind --host 127.0.0.1.",
+            )
+        if not (0 < self.header_timeout_s <= 3600 and 0 < self.body_timeout_s <= 3600):
+            raise InputError(
+                "The header and body timeouts must be over 0 and at most an hour.", "pass 1 to 3600 s."
+            )
+        if self.max_connections < self.max_inflight:
+            raise InputError(
+                "The connection limit must be at least the number of requests computed at once.",
+                "raise max_connections or lower --max-inflight.",
             )
         if self.max_upload_bytes < 1 or self.max_body_bytes < self.max_upload_bytes:
             raise InputError(
