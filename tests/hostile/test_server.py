@@ -86,7 +86,9 @@ def test_a_form_post_without_its_token_is_refused_and_with_it_passes(
         bare = c.post("/advise", files=_advise_files(), follow_redirects=False)
         assert bare.status_code == 403 and "form token" in bare.json()["detail"]
         # Another browser's token (a page the attacker loaded itself) does not fit this cookie.
-        stolen = other.post("/advise", files=_advise_files(), data={"csrf_token": token}, follow_redirects=False)
+        stolen = other.post(
+            "/advise", files=_advise_files(), data={"csrf_token": token}, follow_redirects=False
+        )
         assert stolen.status_code == 403
         ok = c.post("/advise", files=_advise_files(), data={"csrf_token": token}, follow_redirects=False)
         assert ok.status_code == 303, ok.text[:300]
@@ -157,7 +159,8 @@ def test_a_job_flood_is_refused_not_queued(tmp_path: Path) -> None:
     with _client(tmp_path, max_jobs=3) as c:
         c.app.state.jobs.submit("test", "busy", lambda ctl: gate.wait(10), lambda: None)
         codes = [
-            c.post("/api/v1/jobs/fleet-sweep", files={"fleet": ("f.yaml", fleet)}).status_code for _ in range(8)
+            c.post("/api/v1/jobs/fleet-sweep", files={"fleet": ("f.yaml", fleet)}).status_code
+            for _ in range(8)
         ]
         assert codes == [202, 202] + [429] * 6, codes
         queued = [j for j in c.get("/api/v1/jobs").json()["jobs"] if j["kind"] == "fleet-sweep"]
@@ -226,7 +229,7 @@ def test_a_slow_body_is_a_408_and_closed(served: Any) -> None:
         with socket.create_connection(("127.0.0.1", port)) as slow:
             slow.sendall(
                 b"POST /api/v1/estimate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                b"Content-Length: 100\r\n\r\n{\"model\": "
+                b'Content-Length: 100\r\n\r\n{"model": '
             )
             closed, answer = _closed_within(slow, 5)
             assert closed and answer.startswith(b"HTTP/1.1 408"), answer[:200]
@@ -237,9 +240,7 @@ def test_rebinding_host_and_cross_site_form_on_a_real_server(served: Any) -> Non
     with served() as base, httpx.Client(base_url=base, follow_redirects=False) as c:
         rebound = c.get("/api/v1/history", headers={"host": "attacker.example:8000"})
         assert rebound.status_code == 403 and "loopback" in rebound.json()["detail"]
-        cross = c.post(
-            "/advise", files=_advise_files(), headers={"origin": "https://attacker.example"}
-        )
+        cross = c.post("/advise", files=_advise_files(), headers={"origin": "https://attacker.example"})
         assert cross.status_code == 403
         no_origin = c.post("/advise", files=_advise_files())  # an old browser: no Origin, no token
         assert no_origin.status_code == 403 and "form token" in no_origin.json()["detail"]

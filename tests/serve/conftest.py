@@ -39,9 +39,9 @@ def free_port() -> int:
 def running(settings: ServeSettings) -> Iterator[str]:
     """Start uvicorn with the app for `settings`, configured as `silica serve` runs it; yield its base
     URL; stop it."""
-    import uvicorn
-
     from dataclasses import replace
+
+    import uvicorn
 
     from silica.serve.server import uvicorn_config
 
