@@ -45,9 +45,11 @@ __all__ = [
 
 def scan(subject: str, *, layers: int = 2, task: Task = "inference") -> ScanReport:
     """One front door: a directory is a code scan, anything else a model scan; for inference or training."""
+    from silica.limits import check
     from silica.scan.model_scan import scan_source
     from silica.scan.source import resolve
 
+    check("layers", layers, "layers")  # the library's callers are held to the same range
     source = resolve(subject)
     if source.kind == "code":
         return scan_code(subject, task=task)
