@@ -112,6 +112,20 @@ QUANTITIES: dict[str, Quantity] = {
         "a scan builds a few layers of each stack; no published model has a thousand",
         example="2",
     ),
+    "request_tokens": Quantity(
+        1.0,
+        10_000_000.0,
+        "tokens",
+        "the longest context of a published model is 10M tokens (Llama 4 Scout); a prompt is built in memory",
+        example="512",
+    ),
+    "concurrency": Quantity(
+        1.0,
+        100_000.0,
+        "requests",
+        "requests in flight from one load generator; beyond 100,000 the client, not the server, is measured",
+        example="32",
+    ),
     "latency_ms": Quantity(
         0.0,
         3_600_000.0,

@@ -58,6 +58,8 @@ CASES: list[tuple[str, list[str], dict[str, bytes], dict[str, str], str]] = [
     ("--layers 1000000", ["scan", "cfg.json", "--layers", "1000000"], {}, {}, "--layers"),
     ("kit prompt 1e9 tokens", ["pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", "kit",
                                "--input-len", "1000000000"], {}, {}, "input length"),
+    ("kit load plan with 10^9-token prompts", ["pilot", "run", "--plan", "kit", "--endpoint", "http://127.0.0.1:9",
+                                              "--model", "m", "--out", "r.json"], {"kit": b""}, {}, "input_len"),
     ("kit 0 output tokens", ["pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", "kit",
                              "--output-len", "0"], {}, {}, "output length"),
     *[
@@ -99,6 +101,13 @@ def _fill(box: Sandbox, files: dict[str, bytes]) -> None:
             content = (text + "\n" + first.group(0) + "\n").encode()
         elif name == "dupf.yaml":
             content = ((box.work / "fleet.yaml").read_text() + "hours: 3\n").encode()
+        elif name == "kit":  # a kit whose load_plan.json was edited to 10^9-token prompts
+            made = box.run(["pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", "kit"])
+            assert made.exit_code == 0, made.stderr
+            plan = json.loads((box.work / "kit" / "load_plan.json").read_text())
+            plan["input_len"] = 10**9
+            (box.work / "kit" / "load_plan.json").write_text(json.dumps(plan))
+            continue
         elif name == "ms.prom":  # OpenMetrics (ends with # EOF) counts seconds; these are milliseconds
             content = ((box.work / "vllm.prom").read_text() + "# EOF\n").encode()
         elif name == "s.prom":  # the text format counts milliseconds; these are seconds
