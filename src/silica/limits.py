@@ -136,6 +136,24 @@ QUANTITIES: dict[str, Quantity] = {
     ),
 }
 
+# What a result may say at all (`silica.results` checks every estimate before it is returned). A
+# figure outside is not a plan but an overflow or a nonsense input that slipped through: a negative
+# decode step, an MFU over 100%, 300-digit dollars. Bounds are generous on purpose.
+RESULT_RANGES: dict[str, Quantity] = {
+    "time_ms": Quantity(0.0, 1e10, "milliseconds", "a phase time is not negative, and less than four months"),
+    "step_s": Quantity(0.0, 1e7, "seconds", "a step time is not negative, and less than four months"),
+    "days": Quantity(0.0, 1e6, "days", "a run time is not negative, and less than 2,700 years"),
+    "rate": Quantity(
+        0.0,
+        1e13,
+        "tokens per second",
+        "a token rate is not negative, and below 10^13 a second",
+    ),
+    "usd": Quantity(0.0, 1e13, "US dollars", "a cost is not negative and below ten trillion dollars"),
+    "fraction": Quantity(0.0, 1.0, "fraction of peak", "a utilisation is between 0 and 100%"),
+    "gib": Quantity(0.0, 1e9, "GiB", "memory is not negative and below an exabyte"),
+}
+
 
 def check(kind: str, value: float, field: str) -> float:
     """`value` if it lies in the range of `kind`, else one `InputError` naming `field` and the range.

@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.hostile.conftest import BENCH, ROOT, Sandbox, assert_one_line_error
 
 CAL = json.loads((ROOT / "src" / "silica" / "data" / "calibration.json").read_text())
@@ -148,3 +150,52 @@ def test_the_shipped_calibration_is_inside_the_declared_ranges() -> None:
     from silica.perf.calibration import load_calibration
 
     assert load_calibration(None).params  # the bundled file passes the same check a user's does
+
+
+# ------------------------------------------------------------------ every result is checked first
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@given(
+    name=st.sampled_from(
+        ["ttft_ms", "tpot_ms", "output_tokens_per_s", "usd_per_1m_output_tokens", "usd_per_hour"]
+    ),
+    value=st.one_of(st.floats(), st.floats(min_value=-1e308, max_value=1e308)),
+)
+def test_any_figure_in_an_estimate_is_sane_or_refused(name: str, value: float) -> None:
+    """An estimate holding any number in a headline figure is built only when the number is finite
+    and physically possible; otherwise one line naming the figure, never a printed absurdity."""
+    import dataclasses
+    import math
+
+    from silica import api
+    from silica.errors import ImplausibleResultError
+    from silica.limits import RESULT_RANGES
+    from silica.results import InferenceEstimate
+
+    if not _ESTIMATE:
+        _ESTIMATE.append(api.estimate("llama-3.1-8b", "g6e.xlarge", input_len=512, output_len=128).data)
+    base = _ESTIMATE[0]
+    assert isinstance(base, InferenceEstimate)
+    kind = InferenceEstimate.SANE[name]
+    try:
+        changed = dataclasses.replace(base, **{name: value})
+    except ImplausibleResultError as err:
+        assert name in str(err) and "\n" not in str(err)
+        assert not RESULT_RANGES[kind].contains(value)
+        return
+    assert math.isfinite(getattr(changed, name)) and RESULT_RANGES[kind].contains(value)
+
+
+_ESTIMATE: list[Any] = []
+
+
+def test_an_absurd_result_is_one_line_not_printed(sandbox: Sandbox) -> None:
+    """Wired through to the CLI: with the rate range shrunk to nothing, every estimate is absurd,
+    and the command says so in one line (exit 2) instead of printing a table."""
+    from silica.limits import RESULT_RANGES, Quantity
+
+    sandbox.monkeypatch.setitem(RESULT_RANGES, "rate", Quantity(0.0, 1e-9, "tokens per second", "test"))
+    before = sandbox.snapshot()
+    line = assert_one_line_error(sandbox, sandbox.run(E), before)
+    assert "implausible" in line and "tokens_per_s" in line, line
