@@ -292,7 +292,8 @@ def check_rows(path: Path | str, count: int) -> None:
 
 def json_decoder(path: Path | str) -> json.JSONDecoder:
     """A decoder that refuses, each as one `DataFileError` line naming `path`: NaN/Infinity, floats
-    that overflow to infinity and integers longer than `MAX_INT_DIGITS` digits (Python's own limit,
+    that overflow to infinity, a key given twice in one object, and integers longer than
+    `MAX_INT_DIGITS` digits (Python's own limit,
     4,300 digits, is a ValueError from deep inside `int()`). Nesting is the caller's to check."""
 
     def refuse(name: str) -> Any:
@@ -317,7 +318,20 @@ def json_decoder(path: Path | str) -> json.JSONDecoder:
             )
         return value
 
-    return json.JSONDecoder(parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float)
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # Last-wins would hide a pasted line or a merge gone wrong; as for CSV columns and YAML keys.
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise DataFileError(
+                    f"{_shown(path)}: the key {key[:60]!r} appears twice in one object.", "keep one of them."
+                )
+            out[key] = value
+        return out
+
+    return json.JSONDecoder(
+        parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float, object_pairs_hook=unique
+    )
 
 
 def parse_json(text: str | bytes, path: Path | str, what: str = "a JSON file") -> Any:

@@ -73,6 +73,8 @@ CASES: list[tuple[str, list[str], dict[str, bytes], dict[str, str], str]] = [
      {}, "tpot_ms"),
     ("duplicate key in an inventory", ["advise", "dup.yaml", "--no-store"], {"dup.yaml": b""}, {}, "twice"),
     ("duplicate key in a fleet file", ["fleet", "simulate", "dupf.yaml"], {"dupf.yaml": b""}, {}, "twice"),
+    ("duplicate key in a calibration file", [*E, "--calibration", "dupc.json"], {"dupc.json": b""}, {}, "twice"),
+    ("duplicate key in a model config", ["estimate", "dupm.json", "--on", "g6e.xlarge"], {"dupm.json": b""}, {}, "twice"),
     ("--tp twice", [*E, "--tp", "1", "--tp", "2"], {}, {}, "--tp"),
     ("--on twice", ["estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--on", "p5.48xlarge"], {}, {}, "--on"),
     ("SILICA_MAX_ROWS=1e308", ["validate", "bench.csv"], {}, {"SILICA_MAX_ROWS": "1e308"}, "SILICA_MAX_ROWS"),
@@ -103,6 +105,13 @@ def _fill(box: Sandbox, files: dict[str, bytes]) -> None:
             content = (text + "\n" + first.group(0) + "\n").encode()
         elif name == "dupf.yaml":
             content = ((box.work / "fleet.yaml").read_text() + "hours: 3\n").encode()
+        elif name in ("dupc.json", "dupm.json"):  # a key pasted twice: the last would win silently
+            good = json.dumps(CAL) if name == "dupc.json" else (box.work / "cfg.json").read_text()
+            content = good.replace("{", '{"as_of": "2020-01-01", ', 1).encode()
+            if name == "dupc.json":  # as_of is a key of the calibration file already
+                assert '"as_of"' in json.dumps(CAL)
+            else:
+                content = good.replace("{", '{"vocab_size": 7, ', 1).encode()
         elif name == "kit":  # a kit whose load_plan.json was edited to 10^9-token prompts
             made = box.run(["pilot", "plan", "llama-3.1-8b", "--on", "g6e.xlarge", "--out", "kit"])
             assert made.exit_code == 0, made.stderr
