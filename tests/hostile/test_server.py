@@ -170,6 +170,42 @@ def test_a_job_flood_is_refused_not_queued(tmp_path: Path) -> None:
         gate.set()
 
 
+def _settled(client: Any, job_id: str, states: tuple[str, ...], seconds: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while True:
+        job: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}").json()
+        if job["status"] in states or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
+def test_a_running_sweep_stops_on_cancel_and_on_its_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep job reports after each scenario, and that is where a cancel or its time limit stops
+    it: the one job worker is free again long before the sweep would have ended."""
+    from silica.serve import actions
+
+    fleet = (EXAMPLES / "fleet.yaml").read_bytes()  # 8 scenarios of a week each
+    done = ("done", "failed", "cancelled")
+    with _client(tmp_path) as c:
+        job = c.post("/api/v1/jobs/fleet-sweep", files={"fleet": ("f.yaml", fleet)}).json()
+        deadline = time.monotonic() + 120
+        while (got := c.get(f"/api/v1/jobs/{job['id']}").json())["status"] not in done:
+            if (got["progress"] or 0) > 0 or time.monotonic() > deadline:  # one scenario done
+                break
+            time.sleep(0.02)
+        assert c.post(f"/api/v1/jobs/{job['id']}/cancel").status_code == 200
+        stopped = _settled(c, job["id"], done)
+        assert stopped["status"] == "cancelled" and stopped["progress"] < 0.9, stopped
+        assert "cancelled by a user" in stopped["error"]["detail"]
+        monkeypatch.setattr(actions, "JOB_TIMEOUT_S", 1e-6)
+        late = c.post("/api/v1/jobs/fleet-sweep", files={"fleet": ("f.yaml", fleet)}).json()
+        assert late["timeout_s"] == 1e-6
+        overdue = _settled(c, late["id"], done)
+        assert overdue["status"] == "cancelled" and "time limit" in overdue["error"]["detail"], overdue
+
+
 # ------------------------------------------------------------------------------ real server (e2e)
 
 
