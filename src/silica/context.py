@@ -70,9 +70,11 @@ def _pick(
 ) -> Effective:
     if flag_value is not None:
         return Effective(str(flag_value), f"flag {flag_name}")
-    raw = env.get(env_name)
-    if raw is not None and raw.strip():
-        return Effective(raw.strip(), f"environment {env_name}")
+    from silica._files import env_value
+
+    raw = env_value(env_name, env)
+    if raw is not None:
+        return Effective(raw, f"environment {env_name}")
     if file_value is not None:
         return Effective(str(file_value), f"config {cfg}")
     return Effective(None, "default")

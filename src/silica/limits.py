@@ -134,6 +134,22 @@ QUANTITIES: dict[str, Quantity] = {
         low_open=True,
         example="35.2",
     ),
+    # Limits a user may set through the environment (silica._files).
+    "file_mb": Quantity(
+        0.0,
+        1_000_000.0,
+        "megabytes",
+        "a file is read whole into memory: above 0, and a terabyte is far past any input Silica reads",
+        low_open=True,
+        example="256",
+    ),
+    "rows": Quantity(
+        1.0,
+        1e9,
+        "rows",
+        "a measurement or price file has rows; a billion would not fit in memory as rows",
+        example="500000",
+    ),
 }
 
 # What a result may say at all (`silica.results` checks every estimate before it is returned). A

@@ -79,6 +79,11 @@ CASES: list[tuple[str, list[str], dict[str, bytes], dict[str, str], str]] = [
     ("--on twice", ["estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--on", "p5.48xlarge"], {}, {}, "--on"),
     ("SILICA_MAX_ROWS=1e308", ["validate", "bench.csv"], {}, {"SILICA_MAX_ROWS": "1e308"}, "SILICA_MAX_ROWS"),
     ("SILICA_MAX_FILE_MB=-1", ["validate", "bench.csv"], {}, {"SILICA_MAX_FILE_MB": "-1"}, "SILICA_MAX_FILE_MB"),
+    ("SILICA_MAX_FILE_MB=1e308", ["validate", "bench.csv"], {}, {"SILICA_MAX_FILE_MB": "1e308"}, "SILICA_MAX_FILE_MB"),
+    ("SILICA_MAX_ROWS=2.5", ["validate", "bench.csv"], {}, {"SILICA_MAX_ROWS": "2.5"}, "SILICA_MAX_ROWS"),
+    ("SILICA_REGION with a newline", E, {}, {"SILICA_REGION": "us-east-1\nus-west-2"}, "SILICA_REGION"),
+    ("SILICA_DB_URL of 10,000 characters", ["history"], {}, {"SILICA_DB_URL": "sqlite:///" + "d" * 10_000}, "SILICA_DB_URL"),
+    ("SILICA_CONFIG with a control character", E, {}, {"SILICA_CONFIG": "conf\x07.toml"}, "SILICA_CONFIG"),
     ("SILICA_REGION nonsense", E, {}, {"SILICA_REGION": "mars-north-1"}, "SILICA_REGION"),
     ("SILICA_PRICE_OPTION nonsense", E, {}, {"SILICA_PRICE_OPTION": "free"}, "SILICA_PRICE_OPTION"),
     ("SILICA_PRICES a directory", E, {"pdir/x": b""}, {"SILICA_PRICES": "pdir"}, "SILICA_PRICES"),
@@ -208,3 +213,27 @@ def test_an_absurd_result_is_one_line_not_printed(sandbox: Sandbox) -> None:
     before = sandbox.snapshot()
     line = assert_one_line_error(sandbox, sandbox.run(E), before)
     assert "implausible" in line and "tokens_per_s" in line, line
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(raw=st.text(max_size=40) | st.text(min_size=4090, max_size=4200))
+def test_any_environment_value_is_admitted_or_one_line(raw: str) -> None:
+    """Any string in a SILICA_* variable: a stripped, printable, bounded value, or one line naming
+    the variable; a numeric one is in its declared range."""
+    from silica._files import env_number, env_value
+    from silica.errors import SilicaError
+    from silica.limits import QUANTITIES
+
+    env = {"SILICA_X": raw}
+    try:
+        got = env_value("SILICA_X", env)
+    except SilicaError as err:
+        assert "SILICA_X" in str(err) and "\n" not in str(err)
+        return
+    assert got is None or (got == raw.strip() and got.isprintable() and 0 < len(got) <= 4096)
+    try:
+        number = env_number("SILICA_X", "file_mb", env)
+    except SilicaError as err:
+        assert "SILICA_X" in str(err) and "\n" not in str(err)
+        return
+    assert number is None or QUANTITIES["file_mb"].contains(number)

@@ -32,8 +32,8 @@ ENV_LOG_DIR = "SILICA_LOG_DIR"
 
 def crash_log_dir() -> Path:
     """`SILICA_LOG_DIR`, else the platform's user log folder for Silica (platformdirs)."""
-    chosen = os.environ.get(ENV_LOG_DIR)
-    if chosen:
+    chosen = os.environ.get(ENV_LOG_DIR, "").strip()  # not env_value: a crash must not raise here
+    if chosen and chosen.isprintable() and len(chosen) <= 4096:
         return Path(chosen)
     from platformdirs import user_log_dir
 

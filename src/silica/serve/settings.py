@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,8 +34,11 @@ def is_loopback(host: str) -> bool:
 
 def load_tokens(token_file: Path | None = None) -> tuple[str, ...]:
     """Every configured token: from SILICA_API_TOKENS, then from the token file; each checked for length."""
-    tokens = [t.strip() for t in os.environ.get(ENV_TOKENS, "").split(",") if t.strip()]
-    path = token_file or (Path(os.environ[ENV_TOKEN_FILE]) if os.environ.get(ENV_TOKEN_FILE) else None)
+    from silica._files import env_value
+
+    tokens = [t.strip() for t in (env_value(ENV_TOKENS) or "").split(",") if t.strip()]
+    named = env_value(ENV_TOKEN_FILE)
+    path = token_file or (Path(named) if named else None)
     if path is not None:
         from silica._files import read_text
 
