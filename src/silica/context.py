@@ -150,12 +150,14 @@ def plan_context(
     else:
         cal = load_calibration()
         settings["calibration"] = Effective(None, "default")
+        from silica._files import env_value
+
         overlay = overlay_path(env) if use_settings else None
         if overlay is not None and overlay.is_file():
             cal = with_user_overlay(cal, overlay)
             origin = (
                 "environment SILICA_CALIBRATION_OVERLAY"
-                if env.get("SILICA_CALIBRATION_OVERLAY")
+                if env_value("SILICA_CALIBRATION_OVERLAY", env)
                 else "default location"
             )
             settings["calibration_overlay"] = Effective(str(overlay), origin)

@@ -237,3 +237,19 @@ def test_any_environment_value_is_admitted_or_one_line(raw: str) -> None:
         assert "SILICA_X" in str(err) and "\n" not in str(err)
         return
     assert number is None or QUANTITIES["file_mb"].contains(number)
+
+
+def test_no_module_reads_a_silica_variable_by_itself() -> None:
+    """SILICA_* values enter through `_files.env_value` (bounded, printable, ranged); a grep finds
+    any module that reads one from os.environ directly (the crash-log folder is the one exception:
+    the code that reports a crash must not raise)."""
+    reads = re.compile(r"(environ(\.get)?\(|environ\[|getenv\(|\.get\(|\[)\s*(\"SILICA_|ENV_)")
+    allowed = {"_files.py", "_guard.py"}
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "src" / "silica").rglob("*.py"))
+        if path.name not in allowed
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if reads.search(line)
+    ]
+    assert not found, found
