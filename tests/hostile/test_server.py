@@ -254,6 +254,13 @@ def test_slow_headers_and_idle_connections_are_closed(served: Any) -> None:
                 time.sleep(0.2)
             closed, _ = _closed_within(slow, 3)
             assert closed and time.monotonic() - start < 6
+        with socket.create_connection(("127.0.0.1", port)) as kept:  # a second request, sent slowly
+            kept.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            kept.settimeout(5)
+            assert kept.recv(65536).startswith(b"HTTP/1.1 200")
+            kept.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never ends
+            closed, _ = _closed_within(kept, 4)
+            assert closed
         with httpx.Client(base_url=base) as c:  # and the server still serves
             assert c.get("/api/v1/health").status_code == 200
 
