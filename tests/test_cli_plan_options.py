@@ -25,7 +25,9 @@ def test_both_commands_offer_every_shared_option(command: str) -> None:
 
 
 def test_options_build_the_workload_they_describe() -> None:
-    wl = PlanOptions(input_len=2048, output_len=64, rate=3.0, dtype="fp8", weight_dtype="int8").workload()
+    wl = PlanOptions(
+        input_len=2048, output_len=64, rate_req_per_s=3.0, compute_dtype="fp8", weight_dtype="int8"
+    ).workload()
     assert isinstance(wl, InferenceWorkload)
     assert (wl.input_len, wl.output_len, wl.rate_req_per_s) == (2048, 64, 3.0)
     assert (wl.compute_dtype, wl.weight_dtype) == ("fp8", "int8")

@@ -88,6 +88,17 @@ def test_a_flag_wins_over_the_environment(team_prices: Path, tmp_path: Path) -> 
     assert doc["settings"]["prices"]["origin"] == "flag --prices"
 
 
+def test_the_notebook_api_records_its_arguments_not_cli_flags() -> None:
+    """A value passed to `silica.api` is recorded as the caller's argument, not as a CLI flag."""
+    from silica import api
+
+    doc = api.estimate(
+        "llama-3.1-8b", "p5.48xlarge", input_len=512, output_len=128, region="us-east-1", option="on_demand"
+    ).to_dict()
+    assert doc["settings"]["region"]["origin"] == "argument region"
+    assert doc["settings"]["price_option"]["origin"] == "argument price_option"
+
+
 def test_config_file_option_and_region_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config.toml"
     config.write_text('price_option = "on_demand"\nregion = "us-east-1"\n', encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -51,13 +52,12 @@ def test_a_hypothetical_chip_from_data_rows_alone_is_estimated(tmp_path: Path) -
     for name in ("chips.csv", "instances.csv", "prices.csv"):
         shutil.copy(DATA_DIR / name, tmp_path / name)
     h100 = load_catalog().chips["h100"]
-    chip = {k: ("" if v is None else str(v)) for k, v in h100.model_dump().items()}
+    chip = {k: ("" if v is None else str(v)) for k, v in asdict(h100).items()}
     chip.update(id="h100-next", name="Hypothetical H100 with 2x bandwidth", hbm_tb_per_s="6.7")
     chip.update(source="test row", as_of="2026-12-03", notes="hypothetical")
     _with_rows(tmp_path, "chips.csv", [chip])
     inst = {
-        k: ("" if v is None else str(v))
-        for k, v in load_catalog().instances["p5.48xlarge"].model_dump().items()
+        k: ("" if v is None else str(v)) for k, v in asdict(load_catalog().instances["p5.48xlarge"]).items()
     }
     inst.update(id="p9.48xlarge", chip="h100-next", source="test row", as_of="2026-12-03", notes="")
     _with_rows(tmp_path, "instances.csv", [inst])

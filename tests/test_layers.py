@@ -15,9 +15,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "silica"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "paths", "text", "jsonable", "_files", "_yaml", "limits", "__init__"}),
     frozenset({"catalog", "models", "config"}),
-    frozenset({"results", "cost", "workload"}),
+    frozenset({"results", "cost", "workload", "legality"}),
     frozenset({"perf", "context"}),
-    frozenset({"plan"}),
+    frozenset({"plan", "options"}),
     frozenset({"validate", "advise", "fleet", "pilot", "monitor", "scan", "store", "simulate", "energy"}),
     frozenset({"report"}),
     frozenset({"api", "serve", "cli"}),

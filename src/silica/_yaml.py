@@ -22,7 +22,7 @@ import yaml
 
 from silica.errors import DataFileError
 
-__all__ = ["MAX_ALIASES", "MAX_ALIAS_VALUES", "Located", "load_located"]
+__all__ = ["MAX_ALIASES", "MAX_ALIAS_VALUES", "Located", "load_located", "safe_load"]
 
 MAX_ALIASES = 100  # a hand-written file reuses an anchor a few times; a bomb needs many
 MAX_ALIAS_VALUES = 10_000  # values produced through aliases, nested expansions included
@@ -58,6 +58,15 @@ class Located:
 # libyaml's parser where PyYAML was built with it (10x faster on the bundled files; same events and
 # marks); the pure-Python one elsewhere. Scalars are still constructed by the safe loader's rules.
 _FAST: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load` for the bundled data files, with libyaml's parser where PyYAML has it.
+
+    The same safe constructor and values as `yaml.safe_load`, about 10x faster (stacks.yaml: 10 ms of
+    pure-Python parsing at every command's start otherwise). User files go through `load_located`.
+    """
+    return yaml.load(text, Loader=_FAST)  # the safe loader (C or Python), never the full one
 
 
 def load_located(path: Path) -> Located:

@@ -162,7 +162,9 @@ def _context(
     from silica.context import plan_context
 
     price = [f"{k}={v}" for k, v in prices.items()] if prices else None
-    return plan_context(region=region, option=option, price=price, engine=engine, systems=systems)
+    return plan_context(
+        region=region, option=option, price=price, engine=engine, systems=systems, given_as="argument"
+    )
 
 
 def _workload(task: str, kw: Mapping[str, Any]) -> Any:
@@ -196,6 +198,14 @@ def _only(kw: Mapping[str, Any], allowed: set[str], task: str) -> dict[str, Any]
     return given
 
 
+def _energy_setting(name: str, value: float | None) -> float | None:
+    """An energy setting checked against its declared range (`silica.options`), as the CLI checks it."""
+    from silica.options import check_option
+
+    checked: float | None = check_option(name, value, name)
+    return checked
+
+
 def estimate(
     model: Any,
     on: str,
@@ -209,6 +219,8 @@ def estimate(
     prices: Mapping[str, float] | None = None,
     engine: str | None = None,
     systems: str | Path | None = None,
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
     **workload: Any,
 ) -> Result:
     """One deployment (`on` = INSTANCE[xCOUNT] or CHIPxCOUNT): speed, memory and cost, or why not.
@@ -230,6 +242,8 @@ def estimate(
         Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
         catalog=placement.catalog,
         context=context,
+        pue=_energy_setting("pue", pue),
+        usd_per_mwh=_energy_setting("usd_per_mwh", usd_per_mwh),
     )
     return Result(result, f"{spec.id} on {on}")
 
@@ -246,6 +260,8 @@ def compare(
     engine: str | None = None,
     systems: str | Path | None = None,
     rank: str = "cost",
+    pue: float | None = None,
+    usd_per_mwh: float | None = None,
     **workload: Any,
 ) -> Result:
     """Every instance type ranked by cost (priced, then unpriced, then infeasible with its reason), or by
@@ -263,6 +279,8 @@ def compare(
         include_announced=include_announced,
         context=_context(prices, option, region, engine, systems),
         objective=rank,  # type: ignore[arg-type]  # checked by plan.compare
+        pue=_energy_setting("pue", pue),
+        usd_per_mwh=_energy_setting("usd_per_mwh", usd_per_mwh),
     )
     return Result(result, f"{spec.id}: {task}, ranked by {rank}")
 

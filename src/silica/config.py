@@ -16,7 +16,6 @@ config.toml:
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +80,8 @@ def load_settings() -> Settings:
 
 def read_config(path: Path) -> dict[str, str]:
     """The settings a config file holds, checked for unknown keys and non-string values."""
+    import tomllib  # here, not at import: most commands run with no config file
+
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise DataFileError(

@@ -67,9 +67,10 @@ def _pick(
     env_name: str,
     file_value: Any,
     cfg: str,
+    given_as: str = "flag",
 ) -> Effective:
     if flag_value is not None:
-        return Effective(str(flag_value), f"flag {flag_name}")
+        return Effective(str(flag_value), _given(given_as, name, flag_name))
     from silica._files import env_value
 
     raw = env_value(env_name, env)
@@ -78,6 +79,11 @@ def _pick(
     if file_value is not None:
         return Effective(str(file_value), f"config {cfg}")
     return Effective(None, "default")
+
+
+def _given(given_as: str, name: str, flag_name: str) -> str:
+    """How an explicit value is named in `settings`: the CLI's flag, or the caller's argument name."""
+    return f"flag {flag_name}" if given_as == "flag" else f"argument {name}"
 
 
 def plan_context(
@@ -91,6 +97,7 @@ def plan_context(
     calibration: Path | str | None = None,
     use_settings: bool = True,
     environ: Mapping[str, str] | None = None,
+    given_as: str = "flag",
 ) -> PlanContext:
     """Build the context for one plan from explicit values over the user's settings.
 
@@ -112,7 +119,9 @@ def plan_context(
     from_file = read_config(cfg_path) if cfg_path is not None and cfg_path.is_file() else {}
     where = str(cfg_path)
     chosen = {
-        "region": _pick("region", region, "--region", env, "SILICA_REGION", from_file.get("region"), where),
+        "region": _pick(
+            "region", region, "--region", env, "SILICA_REGION", from_file.get("region"), where, given_as
+        ),
         "price_option": _pick(
             "price_option",
             option,
@@ -121,8 +130,11 @@ def plan_context(
             "SILICA_PRICE_OPTION",
             from_file.get("price_option"),
             where,
+            given_as,
         ),
-        "prices": _pick("prices", prices, "--prices", env, "SILICA_PRICES", from_file.get("prices"), where),
+        "prices": _pick(
+            "prices", prices, "--prices", env, "SILICA_PRICES", from_file.get("prices"), where, given_as
+        ),
     }
     check_settings(chosen["region"], chosen["price_option"], chosen["prices"])
     prices_path = None if chosen["prices"].value is None else Path(chosen["prices"].value).expanduser()
@@ -138,15 +150,18 @@ def plan_context(
     settings = dict(chosen)
     if price:
         settings["price"] = Effective(
-            ", ".join(f"{k}={v:g}" for k, v in (overrides or {}).items()), "flag --price"
+            ", ".join(f"{k}={v:g}" for k, v in (overrides or {}).items()),
+            _given(given_as, "price", "--price"),
         )
     if systems_path is not None:
-        settings["systems"] = Effective(str(systems_path), "flag --systems")
+        settings["systems"] = Effective(str(systems_path), _given(given_as, "systems", "--systems"))
     if engine is not None:
-        settings["engine"] = Effective(engine, "flag --engine")
+        settings["engine"] = Effective(engine, _given(given_as, "engine", "--engine"))
     if calibration is not None:
         cal = load_calibration(Path(calibration))
-        settings["calibration"] = Effective(str(calibration), "flag --calibration")
+        settings["calibration"] = Effective(
+            str(calibration), _given(given_as, "calibration", "--calibration")
+        )
     else:
         cal = load_calibration()
         settings["calibration"] = Effective(None, "default")

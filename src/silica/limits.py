@@ -18,7 +18,34 @@ from dataclasses import dataclass
 
 from silica.errors import InputError
 
-__all__ = ["QUANTITIES", "Quantity", "check", "no_repeats"]
+__all__ = [
+    "MAX_BATCH",
+    "MAX_GLOBAL_BATCH",
+    "MAX_INSTANCES",
+    "MAX_PARALLEL",
+    "MAX_RATE",
+    "MAX_TOKENS",
+    "MAX_TOKENS_PER_MONTH",
+    "MAX_VIRTUAL_STAGES",
+    "QUANTITIES",
+    "Quantity",
+    "check",
+    "no_repeats",
+]
+
+# Upper bounds on what a user can ask for. Each is far above any real workload or fleet, so reaching
+# one means a typo (an extra digit, 1e308); without them such values ran into overflow, pp of 10^11
+# for a 32-layer model, or "no configuration meets the SLOs" when no SLO was given.
+MAX_TOKENS = 100_000_000  # per request: 10x the longest published context (Llama 4 Scout, 10M)
+MAX_BATCH = 1_000_000  # concurrent sequences on one deployment
+# Sequences per optimizer step: published BERT-style pretraining runs use 2^20 (1,048,576) at seq 128.
+MAX_GLOBAL_BATCH = 100_000_000
+MAX_RATE = 1e9  # requests/s: three orders above the largest public API's reported traffic
+MAX_TOKENS_PER_MONTH = 1e18
+MAX_INSTANCES = 100_000  # instances in one deployment (the largest GPU clusters are ~10^5 chips)
+MAX_PARALLEL = 65_536  # tp or pp degree
+# Model chunks per pipeline stage: one layer per chunk at most, and no model here has 1,024 layers.
+MAX_VIRTUAL_STAGES = 1024
 
 
 @dataclass(frozen=True)

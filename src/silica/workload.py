@@ -13,6 +13,16 @@ from typing import Literal
 from silica.catalog.schema import DTYPES, Dtype
 from silica.cost.money import SECONDS_PER_MONTH
 from silica.errors import InputError
+from silica.limits import (
+    MAX_BATCH,
+    MAX_GLOBAL_BATCH,
+    MAX_INSTANCES,
+    MAX_PARALLEL,
+    MAX_RATE,
+    MAX_TOKENS,
+    MAX_TOKENS_PER_MONTH,
+    MAX_VIRTUAL_STAGES,
+)
 
 __all__ = ["DTYPE_BYTES", "Deployment", "InferenceWorkload", "TrainingWorkload", "check_dtype"]
 
@@ -46,19 +56,7 @@ def _positive(name: str, value: float | None, flag: str, limit: float | None = N
         )
 
 
-# Upper bounds on what a user can ask for. Each is far above any real workload or fleet, so reaching
-# one means a typo (an extra digit, 1e308); without them such values ran into overflow, pp of 10^11
-# for a 32-layer model, or "no configuration meets the SLOs" when no SLO was given.
-MAX_TOKENS = 100_000_000  # per request: 10x the longest published context (Llama 4 Scout, 10M)
-MAX_BATCH = 1_000_000  # concurrent sequences on one deployment
-# Sequences per optimizer step: published BERT-style pretraining runs use 2^20 (1,048,576) at seq 128.
-MAX_GLOBAL_BATCH = 100_000_000
-MAX_RATE = 1e9  # requests/s: three orders above the largest public API's reported traffic
-MAX_TOKENS_PER_MONTH = 1e18
-MAX_INSTANCES = 100_000  # instances in one deployment (the largest GPU clusters are ~10^5 chips)
-MAX_PARALLEL = 65_536  # tp or pp degree
-# Model chunks per pipeline stage: one layer per chunk at most, and no model here has 1,024 layers.
-MAX_VIRTUAL_STAGES = 1024
+# Upper bounds on what a user can ask for: `silica.limits` (every front door reads them there).
 LIMITS_FIX = {
     "--input-len": "no model reads that many tokens; check the number.",
     "--output-len": "no model writes that many tokens; check the number.",
@@ -208,51 +206,12 @@ class Deployment:
         n_experts: int = 0,
     ) -> None:
         """Refuse a layout the model cannot take: more pipeline stages than layers, a tp that splits heads,
-        an expert-parallel degree that does not split the experts evenly.
-
-        Tensor parallelism shards attention by heads (Megatron-LM, Shoeybi et al. 2019, sec. 3): vLLM,
-        TensorRT-LLM and NxD Inference all require tp to divide the query heads, and KV heads either
-        divisible by tp or replicated (tp a multiple of the KV heads). Expert parallelism places whole
-        experts on each rank, so ep divides the routed experts (Megatron-Core requires
-        num_moe_experts % expert_model_parallel_size == 0); a dense model has no experts to split.
+        an expert-parallel degree that does not split the experts evenly (the rules: `silica.legality`).
         """
-        if self.ep is not None and self.ep > 1:
-            if n_experts == 0:
-                raise InputError(
-                    f"ep {self.ep} needs a mixture-of-experts model; {model_id} is dense (no experts).",
-                    "drop --ep (or pass --ep 1).",
-                )
-            if self.ep > n_experts:
-                raise InputError(
-                    f"ep {self.ep} is more expert-parallel ranks than {model_id}'s {n_experts} experts.",
-                    f"pass --ep {n_experts} or a smaller divisor of it.",
-                )
-            if n_experts % self.ep:
-                options = ", ".join(str(d) for d in range(1, n_experts + 1) if n_experts % d == 0)
-                raise InputError(
-                    f"ep {self.ep} does not split {model_id}'s {n_experts} experts evenly.",
-                    f"pass an --ep that divides {n_experts} ({options}).",
-                )
-        if self.pp is not None and self.pp > n_layers:
-            raise InputError(
-                f"pp {self.pp} is more pipeline stages than {model_id}'s {n_layers} layers.",
-                f"pass --pp {n_layers} or fewer.",
-            )
-        if chained and self.pp is None and self.count > n_layers:  # serving chains instances as stages
-            raise InputError(
-                f"{self.count} instances would be {self.count} pipeline stages, more than "
-                f"{model_id}'s {n_layers} layers.",
-                f"deploy at most {n_layers} instances per replica (e.g. INSTANCEx{min(n_layers, 8)}); "
-                "for more throughput, run replicas side by side.",
-            )
-        if self.tp is not None and self.tp > 1:
-            if n_heads % self.tp:
-                raise InputError(
-                    f"tp {self.tp} does not divide {model_id}'s {n_heads} attention heads.",
-                    "pass a --tp that divides the heads (e.g. 1, 2, 4, 8).",
-                )
-            if n_kv_heads % self.tp and self.tp % n_kv_heads:
-                raise InputError(
-                    f"tp {self.tp} neither divides nor is a multiple of {model_id}'s {n_kv_heads} KV heads.",
-                    "pass a --tp that divides the KV heads or is a multiple of them.",
-                )
+        from silica import legality
+
+        legality.check_ep(model_id, self.ep, n_experts)
+        legality.check_pp(model_id, self.pp, n_layers)
+        if chained and self.pp is None:  # serving chains instances as stages
+            legality.check_chained_stages(model_id, self.count, n_layers)
+        legality.check_tp_heads(model_id, self.tp, n_heads, n_kv_heads)

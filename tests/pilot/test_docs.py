@@ -18,5 +18,8 @@ def test_quoted_kits_match_the_script() -> None:
     block = re.search(r"<!-- pilot-kits:begin -->\n```\n(.*?)\n```\n<!-- pilot-kits:end -->", doc, re.S)
     assert block, "docs/pilot.md lost its quoted kit block"
     assert block.group(1) == mod.kit_block()
+    table = re.search(r"<!-- pilot-vllm:begin -->\n(.*?)\n<!-- pilot-vllm:end -->", doc, re.S)
+    assert table, "docs/pilot.md lost its recorded vLLM table"
+    assert table.group(1) == mod.vllm_block()
     for shot in ("img/pilot-report-desktop.png", "img/pilot-report-400px.png"):
         assert shot in doc and (ROOT / "docs" / shot).stat().st_size > 10_000

@@ -186,6 +186,15 @@ def test_neuron_kits_pin_the_dlc_of_their_chip_generation(tmp_path: Path) -> Non
         assert ("NEURON_SKIP_EFA_AFFINITY=1" in script) is skip
         assert (names.get("NEURON_SKIP_EFA_AFFINITY") == "1") is skip
         assert names["NEURON_COMPILED_ARTIFACTS"] == "/root/.cache/neuron"
+        # the DLC quickstart's `docker run`: every Neuron device, SYS_ADMIN and IPC_LOCK
+        assert "--device=" in script and "--cap-add SYS_ADMIN --cap-add IPC_LOCK" in script
+        assert container["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN", "IPC_LOCK"]
+
+
+def test_gpu_kits_add_no_capabilities(tmp_path: Path) -> None:
+    out, docs = _plan(tmp_path, "g6e.xlarge")
+    assert "--cap-add" not in (out / "launch.sh").read_text()
+    assert "securityContext" not in docs[0]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
 
 
 def test_k8s_manifest_waits_for_the_compile_and_has_shm_cache_and_requests(tmp_path: Path) -> None:

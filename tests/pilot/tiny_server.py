@@ -24,8 +24,11 @@ _TEXT = [
 ] * 50
 
 
-def build_tiny_model(directory: Path) -> Path:
-    """Write config, random weights and a freshly trained tokenizer to `directory`; returns it."""
+def build_tiny_model(directory: Path, *, hidden_size: int = 64, heads: int = 4, kv_heads: int = 2) -> Path:
+    """Write config, random weights and a freshly trained tokenizer to `directory`; returns it.
+
+    vLLM's CPU attention takes only some head sizes (0.32 refuses 16, the default here's
+    64 / 4 heads), so the vLLM tests build it with `hidden_size=128, heads=2, kv_heads=1` (head 64)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -46,11 +49,11 @@ def build_tiny_model(directory: Path) -> Path:
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=fast.vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
         max_position_embeddings=512,
         bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id,

@@ -154,3 +154,12 @@ def test_bad_subjects_are_one_line_with_a_hint(tmp_path: Path) -> None:
         result = runner.invoke(app, ["scan", subject])
         assert result.exit_code == 2, result.output
         assert result.output.count("\n") <= 1 and text in result.output and "To fix" in result.output
+
+
+def test_model_option_needs_a_directory_and_a_known_model(tmp_path: Path) -> None:
+    """Issue 30: `--model` joins a repository and the model it loads; bad input is one line and exit 2."""
+    result = runner.invoke(app, ["scan", "llama-3.1-8b", "--model", "llama-3.1-8b"])
+    assert result.exit_code == 2 and result.output.count("\n") <= 1 and "not a directory" in result.output
+    (tmp_path / "load.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    result = runner.invoke(app, ["scan", str(tmp_path), "--model", "no-such-model"])
+    assert result.exit_code == 2 and "Unknown model" in result.output

@@ -134,7 +134,7 @@ def test_compare_form_table_and_chart(browser: Any, site: str, shots: Path) -> N
     assert not errors, errors
     _check(page, "compare", shots)
     page.goto(f"{site}/compare?model=llama-3.1-8b&input_len=abc")
-    assert "not a number" in page.locator("[role=alert]").inner_text()
+    assert "not a whole number" in page.locator("[role=alert]").inner_text()
     page.close()
 
 

@@ -33,6 +33,18 @@ def test_p99_ttft_grows_from_rate_2_to_8() -> None:
     assert high["ttft_ms"]["p99"] > low["ttft_ms"]["p99"]  # type: ignore[index]
 
 
+def test_json_carries_the_latency_vs_rate_curve() -> None:
+    r = _run("--rate", "4", "--requests", "500", "--prefix-hit", "0.25")
+    curve: Any = r["latency_vs_rate"]
+    assert [p["rate_factor"] for p in curve] == [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+    offered = [p["offered_req_s"] for p in curve]
+    assert offered == sorted(offered) and offered[3] == pytest.approx(r["offered_req_s"])
+    assert curve[3]["ttft_ms"] == r["ttft_ms"]  # the curve's 1x point is the run itself
+    p90 = [p["ttft_ms"]["p90"] for p in curve]
+    assert p90[-1] > p90[0]
+    assert r["engine"]["prefix_hit"] == 0.25  # type: ignore[index]
+
+
 def test_per_request_csv(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "rows.csv"
     trace = tmp_path / "trace.csv"
@@ -53,6 +65,8 @@ def test_per_request_csv(tmp_path) -> None:  # type: ignore[no-untyped-def]
         (["--replicas", "0"], "Replicas"),
         (["--max-num-seqs", "0"], "running sequences"),
         (["--balancer", "random"], "balancer"),
+        (["--preemption", "swap"], "host link"),
+        (["--prefix-hit", "1.5"], "prefix-cache"),
         (["--trace", "/no/such/trace.csv"], "Cannot read"),
         (["--on", "no-such-instance"], "Unknown instance"),
     ],

@@ -11,6 +11,7 @@ from silica.errors import InputError
 from silica.simulate import EngineSettings, Requests, StepTable, simulate, synthetic
 from silica.simulate.deploy import plan_replica
 from silica.simulate.disagg import kv_transfer, simulate_disaggregated
+from silica.simulate.run import SimResult
 from silica.workload import InferenceWorkload
 
 
@@ -200,3 +201,67 @@ def test_bad_engine_settings_are_refused() -> None:
         simulate(Requests(np.array([1.0, 0.0]), np.ones(2), np.ones(2), "unsorted"), flat_table(0.1, 0.1))
     with pytest.raises(InputError, match="batched tokens"):
         simulate(reqs, flat_table(0.1, 0.1), settings=EngineSettings(max_batched_tokens=0))
+
+
+def test_engine_step_times_are_the_tables(l40s: StepTable) -> None:
+    # The engine inlines StepTable.decode_s / mixed_s / prefill_s for speed: they must agree.
+    # Request A decodes alone; B arrives mid-run, and its prompt rides one mixed step beside A.
+    reqs = Requests(np.array([0.0, 1.0]), np.array([500.0, 300.0]), np.array([1000.0, 2.0]), "two")
+    rec = simulate(reqs, l40s).records
+    assert rec.first_token[0] == pytest.approx(l40s.prefill_s(500), rel=1e-12)
+    k = int(rec.gap_n[0])  # A's run of decode steps up to B's arrival ...
+    # ... each priced at the mid context of the run as planned up to A's last token (999 steps)
+    assert rec.gap_s[0] == pytest.approx(l40s.decode_s(1, 500 + 999 / 2), rel=1e-12)
+    assert rec.scheduled[1] >= 1.0
+    mixed = rec.first_token[1] - rec.scheduled[1]
+    assert mixed == pytest.approx(l40s.mixed_s(300, 1, 500 + k), rel=1e-12)
+    assert rec.gap_s[1] == pytest.approx(mixed, rel=1e-12)
+
+
+def test_step_noise_gives_mg1_waiting_and_keeps_the_mean() -> None:
+    # A serial server whose one step per request takes S times a lognormal factor (mean 1, CV c):
+    # M/G/1, mean wait = rho S (1 + c^2) / (2 (1 - rho)) (Pollaczek-Khinchine).
+    s, rho, cv = 0.1, 0.6, 0.8
+    reqs = synthetic(rate=rho / s, n=60_000, input_len=100, output_len=1, seed=4)
+    noisy = EngineSettings(max_num_seqs=1, step_cv=cv, seed=1)
+    r = simulate(reqs, flat_table(s, 0.01), settings=noisy)
+    assert r.queue.mean == pytest.approx(1e3 * rho * s * (1 + cv**2) / (2 * (1 - rho)), rel=0.08)
+    assert r.utilisation == pytest.approx(rho, rel=0.03)
+    again = simulate(reqs, flat_table(s, 0.01), settings=noisy)
+    assert again.queue.mean == r.queue.mean  # seeded
+    with pytest.raises(InputError, match="coefficient of variation"):
+        simulate(reqs, flat_table(s, 0.01), settings=EngineSettings(step_cv=-1.0))
+
+
+def test_prefix_cache_hits_skip_their_prefill(l40s: StepTable) -> None:
+    one = Requests(np.zeros(1), np.array([1000.0]), np.array([5.0]), "one")
+    hit = simulate(one, l40s, settings=EngineSettings(prefix_hit=0.75)).records
+    assert hit.first_token[0] == pytest.approx(l40s.prefill_s(250), rel=1e-12)
+    reqs = synthetic(rate=5, n=1500, input_len=1024, output_len=256, seed=3)
+    cold = simulate(reqs, l40s)
+    warm = simulate(reqs, l40s, settings=EngineSettings(prefix_hit=0.5))
+    assert warm.ttft.p90 < cold.ttft.p90
+    assert warm.to_dict()["engine"]["prefix_hit"] == 0.5
+    with pytest.raises(InputError, match="prefix-cache hit rate"):
+        simulate(reqs, l40s, settings=EngineSettings(prefix_hit=1.0))
+
+
+def test_swap_preemption_pays_the_copies_not_a_recompute() -> None:
+    reqs = synthetic(rate=20, n=400, input_len=200, output_len=200, seed=5)
+    table = flat_table(0.05, 0.01, kv_tokens=3000)  # 1e5 KV bytes per token
+
+    def run(preemption: str, gbps: float = 0.0) -> SimResult:
+        settings = EngineSettings(preemption=preemption, swap_bytes_per_s=gbps * 1e9)
+        return simulate(reqs, table, settings=settings)
+
+    fast, slow, recompute = run("swap", 1000.0), run("swap", 0.1), run("recompute")
+    for r in (fast, slow, recompute):
+        assert r.preemptions > 0 and r.completed == r.requests and r.kv_peak <= 1.0
+    # A near-free copy beats prefilling the evicted context again; a slow link is worse than both.
+    assert fast.e2e.mean < recompute.e2e.mean
+    assert slow.e2e.mean > fast.e2e.mean
+    assert fast.to_dict()["engine"]["preemption"] == "swap"
+    with pytest.raises(InputError, match="host link"):
+        run("swap", 0.0)
+    with pytest.raises(InputError, match="preemption mode"):
+        run("drop")

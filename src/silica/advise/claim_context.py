@@ -107,7 +107,9 @@ class Context:
         """Instance-hours per million tokens (output tokens served, or training tokens)."""
         if isinstance(e, InferenceEstimate):
             return cost.hours_per_million(e.count, e.output_tokens_per_s)
-        return e.count * e.train_days * 24.0 / (self.tokens(wid) / 1e6) if e.train_days else None
+        return (
+            e.count * e.train_days * cost.HOURS_PER_DAY / (self.tokens(wid) / 1e6) if e.train_days else None
+        )
 
     def unit_cost(self, e: Estimate, wid: str) -> float | None:
         """USD per million tokens at the instance's price; None when it has none."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from silica.advise.inventory import WorkloadSpec
 from silica.advise.results import CurrentCost, Group
 from silica.advise.rules import Rules
-from silica.cost import HOURS_PER_MONTH, usd, usd_per_hour, usd_per_month
+from silica.cost import HOURS_PER_DAY, HOURS_PER_MONTH, usd, usd_per_hour, usd_per_month
 from silica.errors import InputError
 from silica.results import Estimate, InferenceEstimate, TrainingEstimate
 from silica.workload import InferenceWorkload
@@ -63,7 +63,7 @@ class Candidate:
         if isinstance(e, TrainingEstimate):
             if e.train_days is None or self.runs_per_month is None:
                 return None
-            return e.count * e.train_days * 24.0 / utilisation * self.runs_per_month
+            return e.count * e.train_days * HOURS_PER_DAY / utilisation * self.runs_per_month
         n = self.instances(utilisation)
         return None if n is None else n * HOURS_PER_MONTH
 
@@ -112,7 +112,7 @@ def current_cost(spec: WorkloadSpec, estimate: Estimate | None, rules: Rules) ->
     cur = spec.current
     goodput = rules["training_goodput"]
     run_hours = (
-        estimate.train_days * 24.0
+        estimate.train_days * HOURS_PER_DAY
         if isinstance(estimate, TrainingEstimate) and estimate.feasible and estimate.train_days
         else None
     )
@@ -128,7 +128,7 @@ def current_cost(spec: WorkloadSpec, estimate: Estimate | None, rules: Rules) ->
             )
         else:
             deadline = getattr(spec.workload, "deadline_days", None)
-            runs = HOURS_PER_MONTH / 24.0 / deadline if deadline else 1.0
+            runs = HOURS_PER_MONTH / HOURS_PER_DAY / deadline if deadline else 1.0
             runs_basis = "one run per deadline period" if deadline else "one run a month (no deadline given)"
     if cur.monthly_usd is not None:
         monthly, basis = cur.monthly_usd, "monthly_usd from the inventory"

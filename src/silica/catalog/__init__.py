@@ -6,12 +6,16 @@ returned as frozen rows; prices can be overridden by the user or imported from A
 
 from __future__ import annotations
 
-from silica.catalog.listing import InstanceRow, chip_rows, instance_rows
+from typing import TYPE_CHECKING, Any
+
 from silica.catalog.loader import load_catalog
 from silica.catalog.prices import import_offer_file, parse_price_overrides, price_for, write_prices
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.catalog.systems import Placement, chip_system, is_reference_system, load_systems, resolve_on
 from silica.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from silica.catalog.listing import InstanceRow, chip_rows, instance_rows
 
 __all__ = [
     "Catalog",
@@ -51,3 +55,12 @@ def get_instance(catalog: Catalog, instance_id: str) -> Instance:
         return catalog.instances[instance_id]
     except KeyError:
         raise UnknownNameError("instance", instance_id, catalog.instances) from None
+
+
+def __getattr__(name: str) -> Any:
+    """The listing (what `silica catalog` shows) loads on first use: planning never needs it."""
+    if name in ("InstanceRow", "chip_rows", "instance_rows"):
+        from silica.catalog import listing
+
+        return getattr(listing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ The CLI only prints these (as a table or as JSON), so a script gets the same row
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from silica.catalog.prices import price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price
@@ -14,10 +14,9 @@ from silica.errors import UnknownNameError
 __all__ = ["InstanceRow", "chip_rows", "instance_rows"]
 
 
-class InstanceRow(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class InstanceRow:
     """One instance with its chip, every price the catalog has for it, and the one that applies."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     instance: Instance
     chip: Chip

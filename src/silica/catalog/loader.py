@@ -2,6 +2,12 @@
 
 The csv module keeps loading fast (no pandas at start-up) and lets every error name the file, the line
 and the field. Nothing is read at import time: the bundled catalog is read on first use and cached.
+
+Every cell is checked by pydantic's rules for the row's field types and bounds (`schema.py`). Importing
+pydantic and building its validators costs about 80 ms at every start, so the plain cells almost every
+row holds (a listed word, a decimal number, any text) are converted here directly, to the value pydantic
+gives them (`tests/test_catalog.py` holds the two to the same answers); any other cell sends the row to
+pydantic itself, so what is accepted, and each error's words, stay pydantic's.
 """
 
 from __future__ import annotations
@@ -10,12 +16,13 @@ import csv
 import difflib
 import functools
 import math
-from collections.abc import Iterable, Mapping
+import re
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, Field, dataclass, fields
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from silica.catalog.schema import Catalog, Chip, Instance, Price
 from silica.errors import DataFileError, InputError, UnknownNameError
@@ -27,7 +34,7 @@ CHIPS_FILE = "chips.csv"
 INSTANCES_FILE = "instances.csv"
 PRICES_FILE = "prices.csv"
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", Chip, Instance, Price)
 PriceKey = tuple[str, str, str]
 
 
@@ -50,20 +57,24 @@ def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
     return rows
 
 
-def _check_header(path: Path, header: Iterable[str] | None, model: type[BaseModel]) -> None:
-    fields = model.model_fields
+def _required(spec: Field[Any]) -> bool:
+    return spec.default is MISSING and spec.default_factory is MISSING
+
+
+def _check_header(path: Path, header: Iterable[str] | None, model: type[M]) -> None:
+    specs = {f.name: f for f in fields(model)}
     columns = [c.strip() for c in header or []]
-    unknown = [c for c in columns if c not in fields]
+    unknown = [c for c in columns if c not in specs]
     if unknown:
         raise DataFileError(
             f"{path}, line 1: unknown column {unknown[0]!r}.",
-            f"use only the {model.__name__} columns: {', '.join(fields)}.",
+            f"use only the {model.__name__} columns: {', '.join(specs)}.",
         )
-    missing = [name for name, info in fields.items() if info.is_required() and name not in columns]
+    missing = [name for name, spec in specs.items() if _required(spec) and name not in columns]
     if missing:
         raise DataFileError(
             f"{path}, line 1: missing column {missing[0]!r}.",
-            f"add it to the header; the {model.__name__} columns are: {', '.join(fields)}.",
+            f"add it to the header; the {model.__name__} columns are: {', '.join(specs)}.",
         )
 
 
@@ -72,18 +83,165 @@ def _validate(path: Path, line: int, raw: Mapping[str | None, Any], model: type[
         raise DataFileError(
             f"{path}, line {line}: more cells than header columns.", "quote cells that contain commas."
         )
+    values = cell_values(raw, model)
+    row = plain_row(model, values)  # numbers read directly are finite
+    if row is not None:
+        return row
+    row = pydantic_row(model, values, path, line)
+    for spec in fields(row):
+        value = getattr(row, spec.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataFileError(
+                f"{path}, line {line}, field {spec.name!r}: {value} is not a finite number.", None
+            )
+    return row
+
+
+def cell_values(raw: Mapping[Any, Any], model: type[M]) -> dict[str, Any]:
+    """A CSV row's cells by field: stripped text, None for an empty required cell, none for an empty
+    optional one (it takes the field's default)."""
+    optional = _plan(model).optional
     values: dict[str, Any] = {}
     for key, cell in raw.items():
         text = (cell or "").strip() if isinstance(cell, str) or cell is None else cell
         name = str(key).strip()
         if text == "":
-            if not model.model_fields[name].is_required():
+            if name in optional:
                 continue  # an empty optional cell takes the field's default ("" for notes)
             values[name] = None  # unknown stays unknown: None, never a guess
         else:
             values[name] = text
+    return values
+
+
+class _Defer(Exception):
+    """A cell the direct conversion leaves to pydantic."""
+
+
+_INTEGER = re.compile(r"0|[1-9][0-9]*")  # what int() and pydantic read alike; "+1", "007", "1_0" defer
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _integer(value: Any) -> int:
+    if not isinstance(value, str) or not _INTEGER.fullmatch(value):
+        raise _Defer
+    return int(value)
+
+
+def _decimal(value: Any) -> float:
+    if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
+        raise _Defer
+    number = float(value)  # correctly rounded, as pydantic's parser
+    if not math.isfinite(number):  # 1e999: pydantic's words for it
+        raise _Defer
+    return number
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Defer
+    return value
+
+
+def _converter(hint: Any) -> Callable[[Any], Any]:
+    """How a cell becomes the value of a field typed `hint`; a type not handled here defers always."""
+    if hint is str:
+        return _text
+    if hint is int:
+        return _integer
+    if hint is float:
+        return _decimal
+    if get_origin(hint) is Literal:
+        words = frozenset(a for a in get_args(hint) if isinstance(a, str))
+
+        def word(value: Any) -> str:
+            if value not in words:
+                raise _Defer
+            return str(value)
+
+        return word
+    args = get_args(hint)
+    if isinstance(hint, types.UnionType) and len(args) == 2 and type(None) in args:
+        inner = _converter(next(a for a in args if a is not type(None)))
+        return lambda value: None if value is None else inner(value)
+
+    def defer(value: Any) -> Any:
+        raise _Defer
+
+    return defer
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How the cells of one row type are read directly: field names, the optional ones, and for each
+    field its converter and bounds (ge, gt)."""
+
+    names: frozenset[str]
+    optional: frozenset[str]
+    steps: tuple[tuple[str, Callable[[Any], Any], float | None, float | None], ...]
+
+
+_PLANS: dict[type[Any], _Plan] = {}
+
+
+def _plan(model: type[Any]) -> _Plan:
+    if model not in _PLANS:
+        hints = get_type_hints(model)
+        _PLANS[model] = _Plan(
+            names=frozenset(f.name for f in fields(model)),
+            optional=frozenset(f.name for f in fields(model) if not _required(f)),
+            steps=tuple(
+                (f.name, _converter(hints[f.name]), f.metadata.get("ge"), f.metadata.get("gt"))
+                for f in fields(model)
+            ),
+        )
+    return _PLANS[model]
+
+
+def plain_row(model: type[M], values: Mapping[str, Any]) -> M | None:
+    """`values` (cells by field) as a `model` row when every cell is plain; None: ask pydantic."""
+    plan = _plan(model)
+    if not values.keys() <= plan.names:
+        return None
+    out: dict[str, Any] = {}
     try:
-        row = model.model_validate(values)
+        for name, convert, ge, gt in plan.steps:
+            if name not in values:
+                continue  # the field's default, as pydantic gives it
+            value = convert(values[name])
+            if (ge is not None and not value >= ge) or (gt is not None and not value > gt):
+                return None
+            out[name] = value
+        return model(**out)
+    except (_Defer, TypeError):  # TypeError: a required field left out
+        return None
+
+
+_PYDANTIC: dict[type[Any], Any] = {}
+
+
+def _pydantic_model(model: type[Any]) -> Any:
+    """A pydantic model with `model`'s fields, types, defaults and bounds (built on first need)."""
+    if model not in _PYDANTIC:
+        from pydantic import ConfigDict, create_model
+        from pydantic import Field as Bounded
+
+        hints = get_type_hints(model)
+        spec: dict[str, Any] = {
+            f.name: (hints[f.name], Bounded(... if _required(f) else f.default, **f.metadata))
+            for f in fields(model)
+        }
+        config = ConfigDict(frozen=True, extra="forbid")
+        _PYDANTIC[model] = create_model(model.__name__, __config__=config, **spec)
+    return _PYDANTIC[model]
+
+
+def pydantic_row(model: type[M], values: Mapping[str, Any], path: Path, line: int) -> M:
+    """`values` checked and converted by pydantic; what it refuses is a one-line error naming the cell."""
+    from pydantic import ValidationError
+
+    try:
+        checked = _pydantic_model(model).model_validate(values)
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "?"
@@ -92,10 +250,7 @@ def _validate(path: Path, line: int, raw: Mapping[str | None, Any], model: type[
             f"{path}, line {line}, field {field!r}: {first['msg']} (got {got!r}).",
             f"correct that cell; see silica/catalog/schema.py for what {model.__name__}.{field} holds.",
         ) from None
-    for name, value in row:
-        if isinstance(value, float) and not math.isfinite(value):
-            raise DataFileError(f"{path}, line {line}, field {name!r}: {value} is not a finite number.", None)
-    return row
+    return model(**dict(checked))
 
 
 def _unique(path: Path, rows: list[tuple[int, M]], key: str) -> dict[str, tuple[int, M]]:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Collection, Iterable
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from silica.catalog._offer import OfferSku, read_offer
 from silica.catalog.schema import PURCHASE_OPTIONS, Catalog, Price, PurchaseOption
 from silica.errors import DataFileError, InputError, UnknownNameError
+
+if TYPE_CHECKING:  # the offer-file reader loads only when a file is imported, not at every start
+    from silica.catalog._offer import OfferSku
 
 __all__ = [
     "DEFAULT_PREFERENCE",
@@ -125,6 +129,8 @@ def import_offer_file(path: Path, known: Collection[str] | None = None) -> list[
 
         known = load_catalog().instances
     path = Path(path)
+    from silica.catalog._offer import read_offer
+
     offer = read_offer(path, known)
     source = f"AWS Price List offer file {path.name} (AmazonEC2 version {offer.version or '?'})"
     return offer_sku_prices(path, offer.skus, source, offer.publication_date[:10])
@@ -213,9 +219,9 @@ def write_prices(prices: Iterable[Price], path: Path) -> None:
     """
     from silica._files import atomic_open
 
-    fields = list(Price.model_fields)
+    columns = [f.name for f in fields(Price)]
     with atomic_open(Path(path), "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for price in prices:
-            writer.writerow({k: ("" if v is None else v) for k, v in price.model_dump().items()})
+            writer.writerow({k: ("" if v is None else v) for k, v in asdict(price).items()})

@@ -2,13 +2,17 @@
 
 Units are in the field names. Memory capacity is GiB (binary), bandwidth is decimal TB/s or GB/s,
 compute is dense (no structured sparsity) TFLOP/s. A value nobody has published is `None`.
+
+The rows are frozen standard-library dataclasses, not pydantic models: every command starts from the
+catalog, and defining pydantic models costs about 80 ms of start-up (issue 23). The loader still
+validates every data-file cell with pydantic's rules (`silica.catalog.loader`); a field's bounds sit in
+its metadata (`ge`, `gt`), which the loader passes on to pydantic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["DTYPES", "PURCHASE_OPTIONS", "Catalog", "Chip", "Dtype", "Instance", "Price", "PurchaseOption"]
 
@@ -18,11 +22,8 @@ PurchaseOption = Literal["on_demand", "reserved_1yr", "spot", "capacity_block", 
 PURCHASE_OPTIONS: tuple[PurchaseOption, ...] = ("on_demand", "reserved_1yr", "spot", "capacity_block", "user")
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Chip(_Row):
+@dataclass(frozen=True, kw_only=True)
+class Chip:
     id: str  # lower-case, as in published.csv: "trainium2", "h100", "a100-80gb"
     name: str  # the vendor's name
     vendor: Literal["aws", "nvidia"]
@@ -41,7 +42,9 @@ class Chip(_Row):
     link_gb_per_s: (
         float | None
     )  # chip-to-chip inside one instance (NVLink, NeuronLink), as published: all links, both directions
-    tp_cores_per_chip: int = Field(ge=1)  # what one unit of tensor parallelism is (NeuronCores, 1 for GPUs)
+    tp_cores_per_chip: int = field(
+        metadata={"ge": 1}
+    )  # what one unit of tensor parallelism is (NeuronCores, 1 for GPUs)
     tasks: str  # space-separated: "training inference" or "inference" (what the vendor's software supports)
     confidence: Literal["published", "derived", "announced"]
     source: str
@@ -56,10 +59,11 @@ class Chip(_Row):
         return getattr(self, f"tflops_{dtype}")  # type: ignore[no-any-return]
 
 
-class Instance(_Row):
+@dataclass(frozen=True, kw_only=True)
+class Instance:
     id: str  # EC2 instance type or UltraServer name
     chip: str  # Chip.id
-    chips: int = Field(ge=1)
+    chips: int = field(metadata={"ge": 1})
     kind: Literal[
         "instance", "ultraserver", "system"
     ]  # system: a vendor reference domain (DGX node, NVL72 rack), no EC2 type
@@ -73,17 +77,19 @@ class Instance(_Row):
     notes: str = ""
 
 
-class Price(_Row):
+@dataclass(frozen=True, kw_only=True)
+class Price:
     instance: str
     region: str
     option: PurchaseOption
-    usd_per_hour: float = Field(gt=0)
+    usd_per_hour: float = field(metadata={"gt": 0})
     source: str
     as_of: str
     notes: str = ""
 
 
-class Catalog(_Row):
+@dataclass(frozen=True, kw_only=True)
+class Catalog:
     """Everything the planner can choose from, with the prices known for it."""
 
     chips: dict[str, Chip]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -79,12 +79,11 @@ def chip_system(catalog: Catalog, chip_id: str, chips: int) -> tuple[Instance, i
     if system is None:
         return None
     if chips < system.chips:
-        part = system.model_copy(
-            update={
-                "id": f"{chip_id}x{chips}",
-                "chips": chips,
-                "notes": f"{chips} of the {system.chips} chips of a {system.id}",
-            }
+        part = replace(
+            system,
+            id=f"{chip_id}x{chips}",
+            chips=chips,
+            notes=f"{chips} of the {system.chips} chips of a {system.id}",
         )
         return part, 1
     if chips % system.chips:
@@ -112,8 +111,8 @@ def spread_system(catalog: Catalog, chip_id: str, chips: int) -> tuple[Instance,
 def _with(catalog: Catalog, instance: Instance, prices: tuple[Price, ...] = ()) -> Catalog:
     if catalog.instances.get(instance.id) == instance and not prices:
         return catalog
-    return catalog.model_copy(
-        update={"instances": {**catalog.instances, instance.id: instance}, "prices": catalog.prices + prices}
+    return replace(
+        catalog, instances={**catalog.instances, instance.id: instance}, prices=catalog.prices + prices
     )
 
 
@@ -180,7 +179,7 @@ def load_systems(path: Path, catalog: Catalog) -> Catalog:
         instances[system.id] = system
         if price is not None:
             prices.append(price)
-    return catalog.model_copy(update={"instances": instances, "prices": tuple(prices)})
+    return replace(catalog, instances=instances, prices=tuple(prices))
 
 
 def _system(

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -42,6 +41,8 @@ def crash_log_dir() -> Path:
 
 def write_crash_log(err: BaseException) -> Path | None:
     """Write the traceback of `err` with the command line to a new file; None when nowhere is writable."""
+    import tempfile  # here: only a crash needs it, and it costs every command's start otherwise
+
     text = (
         f"silica internal error at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
         f"argv: {sys.argv!r}\n\n" + "".join(traceback.format_exception(err))

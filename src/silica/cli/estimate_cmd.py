@@ -1,8 +1,8 @@
 """`silica estimate` and `silica compare`: the core questions, as thin wrappers over `silica.plan`.
 
-Both commands take the same workload, price and calibration options: they are declared once, as the
-fields of `PlanOptions`, and `plan_options` adds them to a command's signature and hands the command
-one typed `PlanOptions` value. A new shared option is one new field.
+Both commands take the same workload, price and calibration options: they are declared once, for
+every front door, in `silica.options`; `PlanOptions` holds the ones the CLI offers to both commands,
+and `plan_options` adds them to a command's signature and hands the command one typed value.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, cast, get_type_hints
 import typer
 
 from silica.cli._common import console, handle_errors, print_json
-from silica.cli._energy import checked, energy_rows, pue_option, usd_per_mwh_option
+from silica.cli._energy import checked, energy_rows
 from silica.cli._output import comparison_listing, emit, output_option, resolve_format
+from silica.options import option
 
 if TYPE_CHECKING:
     from silica.catalog.schema import Dtype
@@ -32,111 +33,58 @@ class Task(StrEnum):
     training = "training"
 
 
-def _flag(flag: str, help: str) -> dict[str, str]:
-    """A `PlanOptions` field's CLI form, kept in the field's metadata."""
-    return {"flag": flag, "help": help}
+def _opt(name: str) -> Any:
+    """A `PlanOptions` field from the one declaration of plan options (`silica.options`): its
+    default, and its CLI form (flag and help) in the field's metadata."""
+    o = option(name)
+    return field(default=o.default, metadata={"flag": o.flag, "help": o.help})
 
 
 @dataclass(frozen=True, slots=True)
 class PlanOptions:
-    """What `estimate` and `compare` both ask: the workload, whose prices, which calibration."""
+    """What `estimate` and `compare` both ask: the workload, whose prices, which calibration.
 
-    task: Task = field(default=Task.inference, metadata=_flag("--task", "inference or training."))
-    input_len: int = field(default=1024, metadata=_flag("--input-len", "Prompt tokens per request."))
-    output_len: int = field(default=256, metadata=_flag("--output-len", "Generated tokens per request."))
-    batch: int | None = field(
-        default=None,
-        metadata=_flag("--batch", "Concurrent sequences (default: the best under SLOs and memory)."),
-    )
-    ttft_slo_ms: float | None = field(
-        default=None, metadata=_flag("--ttft-slo-ms", "Time-to-first-token limit, ms.")
-    )
-    tpot_slo_ms: float | None = field(
-        default=None, metadata=_flag("--tpot-slo-ms", "Time-per-output-token limit, ms.")
-    )
-    rate: float | None = field(default=None, metadata=_flag("--rate", "Requests per second (sets the load)."))
-    tokens_per_month: float | None = field(
-        default=None, metadata=_flag("--tokens-per-month", "Output tokens per month (sets the load).")
-    )
-    dtype: str = field(
-        default="bf16", metadata=_flag("--dtype", "Compute dtype: fp32, bf16, fp16, fp8, int8, fp4.")
-    )
-    weight_dtype: str | None = field(
-        default=None,
-        metadata=_flag("--weight-dtype", "Weight dtype if narrower than compute (int8, fp8, fp4)."),
-    )
-    seq_len: int | None = field(
-        default=None,
-        metadata=_flag(
-            "--seq-len", "Inference: compiled max context (Neuron bucket). Training: sequence length."
-        ),
-    )
-    tokens: float | None = field(
-        default=None, metadata=_flag("--tokens", "Training tokens (for time and cost to train).")
-    )
-    global_batch: int | None = field(
-        default=None, metadata=_flag("--global-batch", "Training sequences per step (default ~4M tokens).")
-    )
-    micro_batch: int = field(
-        default=1, metadata=_flag("--micro-batch", "Training micro-batch per data-parallel rank.")
-    )
-    vp: int = field(
-        default=1,
-        metadata=_flag(
-            "--vp", "Training: model chunks per pipeline stage (interleaved 1F1B; 1: plain 1F1B)."
-        ),
-    )
-    deadline_days: float | None = field(
-        default=None, metadata=_flag("--deadline-days", "Training must finish within this many days.")
-    )
-    price: list[str] | None = field(
-        default=None, metadata=_flag("--price", "Your price: INSTANCE=USD_PER_HOUR (repeatable).")
-    )
-    prices: Path | None = field(
-        default=None,
-        metadata=_flag("--prices", "Prices file (CSV in the catalog schema, or YAML {instance: usd})."),
-    )
-    option: str | None = field(
-        default=None,
-        metadata=_flag("--option", "Purchase option: on_demand, reserved_1yr, spot, capacity_block."),
-    )
-    region: str | None = field(
-        default=None, metadata=_flag("--region", "Price region (default: where the catalog has one).")
-    )
-    engine: str | None = field(
-        default=None,
-        metadata=_flag(
-            "--engine",
-            "Serving or training stack: trtllm, vllm, sglang (NVIDIA); vllm-neuron, nxdi (Neuron); "
-            "nemo, megatron, neuronx-distributed (training). Default: the vendor's recommended one.",
-        ),
-    )
-    calibration: Path | None = field(
-        default=None,
-        metadata=_flag("--calibration", "Calibration file from `silica calibrate` (default: bundled)."),
-    )
-    systems: Path | None = field(
-        default=None,
-        metadata=_flag(
-            "--systems",
-            "YAML file of your own systems (chip, chips per domain, link and network bandwidth, price).",
-        ),
-    )
-    as_json: bool = field(default=False, metadata=_flag("--json", "Print the library result as JSON."))
+    One field per option `silica.options` offers on the command line to both commands, by the
+    option's library name (`--rate` fills `rate_req_per_s`, `--price` fills `prices`)."""
+
+    task: Task = _opt("task")  # noqa: RUF009 - a dataclass field()
+    input_len: int = _opt("input_len")
+    output_len: int = _opt("output_len")
+    batch: int | None = _opt("batch")
+    ttft_slo_ms: float | None = _opt("ttft_slo_ms")
+    tpot_slo_ms: float | None = _opt("tpot_slo_ms")
+    rate_req_per_s: float | None = _opt("rate_req_per_s")
+    tokens_per_month: float | None = _opt("tokens_per_month")
+    compute_dtype: str = _opt("compute_dtype")
+    weight_dtype: str | None = _opt("weight_dtype")
+    seq_len: int | None = _opt("seq_len")
+    tokens: float | None = _opt("tokens")
+    global_batch: int | None = _opt("global_batch")
+    micro_batch: int = _opt("micro_batch")
+    virtual_stages: int = _opt("virtual_stages")
+    deadline_days: float | None = _opt("deadline_days")
+    prices: list[str] | None = _opt("prices")  # noqa: RUF009 - a dataclass field()
+    prices_file: Path | None = _opt("prices_file")  # noqa: RUF009 - a dataclass field()
+    option: str | None = _opt("option")
+    region: str | None = _opt("region")
+    engine: str | None = _opt("engine")
+    calibration: Path | None = _opt("calibration")  # noqa: RUF009 - a dataclass field()
+    systems: Path | None = _opt("systems")  # noqa: RUF009 - a dataclass field()
+    as_json: bool = _opt("as_json")
 
     def workload(self) -> Workload:
         """The inference or training workload these options describe (checked by its constructor)."""
         from silica.workload import InferenceWorkload, TrainingWorkload
 
-        dtype = cast("Dtype", self.dtype)  # the workload checks the dtype names
-        if self.task is Task.inference:
+        dtype = cast("Dtype", self.compute_dtype)  # the workload checks the dtype names
+        if self.task == Task.inference:
             return InferenceWorkload(
                 input_len=self.input_len,
                 output_len=self.output_len,
                 batch=self.batch,
                 ttft_slo_ms=self.ttft_slo_ms,
                 tpot_slo_ms=self.tpot_slo_ms,
-                rate_req_per_s=self.rate,
+                rate_req_per_s=self.rate_req_per_s,
                 tokens_per_month=self.tokens_per_month,
                 weight_dtype=cast("Dtype", self.weight_dtype) or dtype,
                 compute_dtype=dtype,
@@ -151,7 +99,7 @@ class PlanOptions:
             tokens=self.tokens,
             global_batch=self.global_batch,
             micro_batch=self.micro_batch,
-            virtual_stages=self.vp,
+            virtual_stages=self.virtual_stages,
             deadline_days=self.deadline_days,
             compute_dtype=dtype,
         )
@@ -163,12 +111,18 @@ class PlanOptions:
         return plan_context(
             region=self.region,
             option=self.option,
-            prices=self.prices,
-            price=self.price,
+            prices=self.prices_file,
+            price=self.prices,
             systems=self.systems,
             engine=self.engine,
             calibration=self.calibration,
         )
+
+
+def _cli(name: str) -> Any:
+    """The typer option of a declared plan option that only one command takes (`silica.options`)."""
+    o = option(name)
+    return typer.Option(... if o.required else o.default, o.flag, help=o.help)
 
 
 def plan_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -211,31 +165,15 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @plan_options
     def estimate(
-        model: str = typer.Argument(..., help="Registry model id or path to a config.json."),
-        on: str = typer.Option(
-            ...,
-            "--on",
-            help="INSTANCE[xCOUNT] (trn1.32xlarge, p5.48xlargex4), CHIPxCOUNT (gb300x72, h100x1024) "
-            "or a system from --systems.",
-        ),
-        tp: int | None = typer.Option(None, "--tp", help="Tensor parallelism (GPUs or NeuronCores)."),
-        pp: int | None = typer.Option(None, "--pp", help="Pipeline stages (default: chosen)."),
-        ep: int | None = typer.Option(
-            None,
-            "--ep",
-            help="Expert parallelism of a mixture-of-experts model (default: chosen). Serving: "
-            "attention runs data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
-        ),
-        pue: float | None = pue_option(),
-        usd_per_mwh: float | None = usd_per_mwh_option(),
-        ttft_p90_ms: float | None = typer.Option(
-            None,
-            "--ttft-p90-ms",
-            help="p90 TTFT target: also size this deployment by simulation (with --rate).",
-        ),
-        tbt_p99_ms: float | None = typer.Option(
-            None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
-        ),
+        model: str = typer.Argument(..., help=option("model").help),
+        on: str = _cli("on"),
+        tp: int | None = _cli("tp"),
+        pp: int | None = _cli("pp"),
+        ep: int | None = _cli("ep"),
+        pue: float | None = _cli("pue"),
+        usd_per_mwh: float | None = _cli("usd_per_mwh"),
+        ttft_p90_ms: float | None = _cli("ttft_p90_ms"),
+        tbt_p99_ms: float | None = _cli("tbt_p99_ms"),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -264,7 +202,7 @@ def register(app: typer.Typer) -> None:
             estimate_by_slo(
                 result,
                 wl,
-                rate=opts.rate,
+                rate=opts.rate_req_per_s,
                 ttft_p90_ms=ttft_p90_ms,
                 tbt_p99_ms=tbt_p99_ms,
                 as_json=opts.as_json,
@@ -280,27 +218,15 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     @plan_options
     def compare(
-        model: str = typer.Argument(..., help="Registry model id or path to a config.json."),
-        instances: list[str] | None = typer.Option(
-            None, "--instance", help="Only these instance types (repeatable)."
-        ),
-        announced: bool = typer.Option(
-            False, "--include-announced", help="Also rank announced, unreleased chips."
-        ),
+        model: str = typer.Argument(..., help=option("model").help),
+        instances: list[str] | None = _cli("instances"),
+        announced: bool = _cli("include_announced"),
         output: str | None = output_option(),
-        rank: str = typer.Option(
-            "cost", "--rank", help="cost, energy (J/output token), carbon (kgCO2e/1M) or tokens-per-mw."
-        ),
-        pue: float | None = pue_option(),
-        usd_per_mwh: float | None = usd_per_mwh_option(),
-        ttft_p90_ms: float | None = typer.Option(
-            None,
-            "--ttft-p90-ms",
-            help="p90 TTFT target: also size each instance type by simulation (with --rate).",
-        ),
-        tbt_p99_ms: float | None = typer.Option(
-            None, "--tbt-p99-ms", help="p99 time-between-tokens target for the simulated sizing, ms."
-        ),
+        rank: str = _cli("rank"),
+        pue: float | None = _cli("pue"),
+        usd_per_mwh: float | None = _cli("usd_per_mwh"),
+        ttft_p90_ms: float | None = _cli("ttft_p90_ms"),
+        tbt_p99_ms: float | None = _cli("tbt_p99_ms"),
         *,
         opts: PlanOptions,
     ) -> None:
@@ -325,7 +251,7 @@ def register(app: typer.Typer) -> None:
             where |= {"catalog": context.catalog, "region": context.region, "engine": context.engine}
             compare_by_slo(
                 result,
-                rate=opts.rate,
+                rate=opts.rate_req_per_s,
                 ttft_p90_ms=ttft_p90_ms,
                 tbt_p99_ms=tbt_p99_ms,
                 output=output,

@@ -64,6 +64,15 @@ def _simulation_listing(sim: Simulation, peak_note: str = "", *, raw: bool = Fal
         f"demand {f['demand']['name']}, peak {_num(f['demand']['peak_output_tokens_per_s'])} output tokens/s"
         f"{peak_note}; {f['training_jobs']} training jobs"
     ]
+    if sim.latency_model == "request":
+        n = sum((r.request_level or {}).get("simulated_requests", 0) for r in sim.runs)
+        fluid = ", ".join(f"{r.policy.name} {_pct(r.metrics.get('fluid_slo_attainment'))}" for r in sim.runs)
+        notes.append(
+            f"SLO attainment from the request-level simulator ({n:,} simulated requests, one engine per "
+            f"pool); the fluid model gives {fluid}"
+        )
+    else:
+        notes.append("SLO attainment from the fluid model (capacity against demand per step)")
     notes += [f"warning: {w}" for w in sim.warnings]
     for name, d in sim.comparison.get("vs_baseline", {}).items():
         phrases = comparison_phrases(d, sim.comparison["common_jobs"])
@@ -224,6 +233,12 @@ def register(app: typer.Typer) -> None:
         output: str | None = output_option(),
         site_mw: float | None = _SITE_MW,
         pue: float | None = _PUE,
+        latency_model: str = typer.Option(
+            "fluid",
+            "--latency-model",
+            help="fluid: SLO attainment from capacity against demand per step; request: from the "
+            "request-level simulator (one engine per pool over the horizon; slower, sees tails and queues).",
+        ),
     ) -> None:
         """Simulate the fleet step by step under each policy; compare them."""
         from silica._files import check_output
@@ -241,7 +256,9 @@ def register(app: typer.Typer) -> None:
         if site_mw is not None or pue is not None:
             power = _site_check(fleet_file, site_mw, pue)
         with progress(f"simulating {fleet_file.name}", not as_json):
-            sim = simulate_file(fleet_file, policy or None, catalog=plan_context().catalog)
+            sim = simulate_file(
+                fleet_file, policy or None, catalog=plan_context().catalog, latency_model=latency_model
+            )
         by_policy = power(sim) if power else None
         if html is not None:
             bases = "; ".join(sorted({p["price_basis"] for p in sim.fleet["pools"]})) or "none"

@@ -429,6 +429,8 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
     for name, why in entry.get("why", {}).items():
         typer.echo(f"  {name}: {why}")
+    for why in entry["fitted_on"].get("left_out", []):
+        typer.echo(f"  left out {why}")
     typer.echo(
         f"  applies to estimates on {entry['family']} with --engine {entry['engine']} "
         f"(e.g. silica estimate MODEL --on INSTANCE --engine {entry['engine']})"

@@ -44,6 +44,7 @@ HELP = (
     "  silica scan llama-3.1-8b\n"
     "  silica scan llama-3.1-8b --ops            # every operator, not only the summary\n"
     "  silica scan path/to/repo --task training\n"
+    "  silica scan path/to/repo --model llama-3.1-8b   # the repository and the model it loads, one verdict\n"
     "  silica scan path/to/repo --output sarif > scan.sarif   # GitHub code scanning"
 )
 
@@ -92,7 +93,7 @@ def _render(report: ScanReport, all_findings: bool, all_ops: bool = False) -> No
 
     out = console()
     facts = [report.kind, report.task, report.model_type or "", report.method, f"{report.seconds:.1f} s"]
-    if report.kind == "code":
+    if report.kind in ("code", "combined"):
         facts.append(f"{report.files_scanned} files")
     out.print(f"[bold]silica scan[/bold] {_cut(report.subject, 200)}  ({', '.join(f for f in facts if f)})")
     if report.failed:
@@ -182,6 +183,13 @@ def register(app: typer.Typer) -> None:
         ),
         layers: int = typer.Option(2, "--layers", min=1, help="Layers per stack to build (model scans)."),
         all_findings: bool = typer.Option(False, "--all", help="Also show informational findings."),
+        model: str | None = typer.Option(
+            None,
+            "--model",
+            metavar="MODEL",
+            help="With a DIR: the model the repository loads (MODEL_ID, config.json or file.py:NAME); "
+            "both are scanned and judged as one port.",
+        ),
     ) -> None:
         from silica.errors import InputError
         from silica.scan import scan as run_scan
@@ -199,9 +207,9 @@ def register(app: typer.Typer) -> None:
             from rich.console import Console
 
             with Console(stderr=True).status(f"Scanning {subject} ...", spinner="dots"):
-                report: Any = run_scan(subject, layers=layers, task=chosen)
+                report: Any = run_scan(subject, layers=layers, task=chosen, model=model)
         else:
-            report = run_scan(subject, layers=layers, task=chosen)
+            report = run_scan(subject, layers=layers, task=chosen, model=model)
         if fmt == "json":
             print_json(report)
         elif fmt == "sarif":

@@ -51,6 +51,18 @@ def register(app: typer.Typer) -> None:
         tbt_slo_ms: float | None = typer.Option(
             None, "--tbt-slo-ms", help="Per-request time-per-token SLO, ms."
         ),
+        prefix_hit: float = typer.Option(
+            0.0, "--prefix-hit", help="Share of prompt tokens found in the prefix cache (not recomputed)."
+        ),
+        preemption: str = typer.Option(
+            "recompute", "--preemption", help="recompute (vLLM's default) or swap (needs --swap-gbps)."
+        ),
+        swap_gbps: float = typer.Option(
+            0.0, "--swap-gbps", help="Accelerator-host link for swap preemption, GB/s (e.g. PCIe)."
+        ),
+        step_cv: float = typer.Option(
+            0.0, "--step-cv", help="Host noise: coefficient of variation of step times (0: none)."
+        ),
         seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same result)."),
         as_json: bool = typer.Option(False, "--json", help="Print the library result as JSON."),
         out: Path | None = typer.Option(None, "--out", help="Write one CSV row per request here."),
@@ -80,7 +92,15 @@ def register(app: typer.Typer) -> None:
                 seed=seed,
             )
             wl = InferenceWorkload(input_len=input_len, output_len=output_len)
-        settings = EngineSettings(max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens)
+        settings = EngineSettings(
+            max_num_seqs=max_num_seqs,
+            max_batched_tokens=max_batched_tokens,
+            step_cv=step_cv,
+            seed=seed,
+            prefix_hit=prefix_hit,
+            preemption=preemption,
+            swap_bytes_per_s=swap_gbps * 1e9,
+        )
         from silica.simulate.run import check
 
         check(replicas, settings, balancer)
@@ -99,7 +119,19 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             _write_rows(out, result)
         if as_json:
-            print_json(result.to_dict())
+            from silica.simulate.run import latency_vs_rate
+
+            body = result.to_dict()
+            body["latency_vs_rate"] = latency_vs_rate(
+                reqs,
+                planned.table,
+                replicas=replicas,
+                settings=settings,
+                balancer=balancer,
+                ttft_slo_ms=ttft_slo_ms,
+                tbt_slo_ms=tbt_slo_ms,
+            )
+            print_json(body)
             return
         _print(result)
 

@@ -6,8 +6,10 @@ month.
 """
 
 from silica.cost.money import (
+    HOURS_PER_DAY,
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
+    SECONDS_PER_DAY,
     SECONDS_PER_HOUR,
     SECONDS_PER_MONTH,
     breakeven_price,
@@ -23,8 +25,10 @@ from silica.cost.money import (
 from silica.cost.ranking import Ranking
 
 __all__ = [
+    "HOURS_PER_DAY",
     "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
+    "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
     "SECONDS_PER_MONTH",
     "Ranking",

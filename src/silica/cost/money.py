@@ -14,8 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "HOURS_PER_DAY",
     "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
+    "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
     "SECONDS_PER_MONTH",
     "breakeven_price",
@@ -30,7 +32,9 @@ __all__ = [
 ]
 
 SECONDS_PER_HOUR = 3600.0
-HOURS_PER_YEAR = 8760.0  # 365 days x 24 h
+HOURS_PER_DAY = 24.0
+SECONDS_PER_DAY = HOURS_PER_DAY * SECONDS_PER_HOUR
+HOURS_PER_YEAR = 365 * HOURS_PER_DAY  # 8,760 h
 # A month is a twelfth of a 365-day year: 730 h. It is the month cloud bills are quoted in: the AWS
 # Pricing Calculator and AWS's monthly EC2 figures assume 730 hours a month, as do cost tools built
 # on them (infracost's default, infracost/infracost issue 1556).
@@ -93,7 +97,7 @@ def hours_per_million(instances: float, tokens_per_s: float | None) -> float | N
 
 def usd_per_run(usd_per_hour: float | None, days: float | None) -> float | None:
     """A run of `days` on a deployment billed at `usd_per_hour`."""
-    return None if usd_per_hour is None or days is None else usd_per_hour * days * 24.0
+    return None if usd_per_hour is None or days is None else usd_per_hour * days * HOURS_PER_DAY
 
 
 def breakeven_price(budget_usd: float, instance_hours: float) -> float | None:

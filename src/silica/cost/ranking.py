@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from silica.cost.money import HOURS_PER_MONTH, hours_per_million
+from silica.cost.money import HOURS_PER_DAY, HOURS_PER_MONTH, hours_per_million
 from silica.results import Estimate, TrainingEstimate
 
 __all__ = ["Ranking"]
@@ -41,7 +41,7 @@ class Ranking:
         Cost is linear in price, so an unpriced option ties the cheapest at cheapest / instance_hours.
         """
         if isinstance(e, TrainingEstimate):
-            return e.train_days * 24.0 * e.count if e.train_days else None
+            return e.train_days * HOURS_PER_DAY * e.count if e.train_days else None
         if self.loaded:
             return (e.instances_for_load or e.count) * HOURS_PER_MONTH
         rate = e.input_tokens_per_s if self.encoder else e.output_tokens_per_s

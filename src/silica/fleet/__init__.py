@@ -46,11 +46,18 @@ __all__ = [
 
 
 def simulate_file(
-    path: Path | str, policies: Sequence[str] | None = None, *, catalog: Catalog | None = None
+    path: Path | str,
+    policies: Sequence[str] | None = None,
+    *,
+    catalog: Catalog | None = None,
+    latency_model: str = "fluid",
 ) -> Simulation:
     """Simulate the fleet file at `path` under its own policies, or the ones named.
 
     `catalog`: the catalog with the user's prices (the plan context's); None: the bundled one.
+    `latency_model`: "fluid" or "request" (SLO attainment from the request-level simulator).
     """
     ff = load_fleet_file(Path(path))
-    return simulate(build_fleet(ff, catalog=catalog), make_policies(ff, policies))
+    return simulate(
+        build_fleet(ff, catalog=catalog), make_policies(ff, policies), latency_model=latency_model
+    )

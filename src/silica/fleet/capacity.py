@@ -25,6 +25,7 @@ __all__ = [
     "can_train",
     "inference_capacity",
     "price_of",
+    "replica_estimate",
     "resolve_pools",
     "training_speed",
 ]
@@ -95,19 +96,32 @@ def can_train(catalog: Catalog, instance: str) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def inference_capacity(
+def _replica(
     model: str, workload: InferenceWorkload, instance: str
-) -> tuple[int, float | None, str]:
-    """(instances per replica, output tokens/s per replica at the SLO or None, why not)."""
+) -> tuple[int, InferenceEstimate | None, str]:
+    """The first layout in REPLICA_LAYOUTS that serves `model` at the SLO, or why none does."""
     reason = "the performance model found no feasible layout"
     for count, pp in REPLICA_LAYOUTS:
         est = estimate(model, workload, Deployment(instance, count=count, tp=None, pp=pp))
         if isinstance(est, InferenceEstimate) and est.feasible and est.output_tokens_per_s:
-            return count, float(est.output_tokens_per_s), ""
+            return count, est, ""
         reason = "; ".join(est.reasons) or reason
         if not any("memory" in r for r in est.reasons):
             break  # more instances only help a model that does not fit; an SLO miss stays a miss
     return 1, None, reason
+
+
+def inference_capacity(
+    model: str, workload: InferenceWorkload, instance: str
+) -> tuple[int, float | None, str]:
+    """(instances per replica, output tokens/s per replica at the SLO or None, why not)."""
+    count, est, reason = _replica(model, workload, instance)
+    return count, None if est is None else float(est.output_tokens_per_s or 0.0), reason
+
+
+def replica_estimate(model: str, workload: InferenceWorkload, instance: str) -> InferenceEstimate | None:
+    """The estimate behind a pool's replica (its layout: tp, pp, dp), None if it cannot serve."""
+    return _replica(model, workload, instance)[1]
 
 
 @functools.lru_cache(maxsize=512)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from silica.cost import HOURS_PER_DAY
 from silica.errors import InputError, UnknownNameError
 from silica.fleet.derive import REQUEST_TRACES, SERVEGEN_MODELS
 from silica.fleet.traces import RateShape, RequestTrace
@@ -182,7 +183,7 @@ def diurnal_shape(
     window = 600.0
     t = np.arange(0.0, 7 * DAY_S, window)
     hour = ((t + window / 2) % DAY_S) / 3600.0
-    wave = 0.5 + 0.5 * np.cos(2 * math.pi * (hour - peak_hour) / 24.0)
+    wave = 0.5 + 0.5 * np.cos(2 * math.pi * (hour - peak_hour) / HOURS_PER_DAY)
     trough = 1.0 / peak_to_trough
     rate = trough + (1.0 - trough) * wave
     weekday = (t // DAY_S).astype(np.int64) % 7

@@ -15,6 +15,7 @@ import numpy as np
 
 from silica.catalog import load_catalog
 from silica.catalog.schema import Catalog
+from silica.cost import HOURS_PER_DAY
 from silica.errors import DataFileError, InputError, SilicaError, UnknownNameError
 from silica.fleet import demand as dm
 from silica.fleet.capacity import PoolRequest, resolve_pools
@@ -52,7 +53,7 @@ def _horizon_hours(ff: FleetFile) -> tuple[float, Loc] | None:
     if spec.hours is not None:
         return spec.hours, ("hours",)
     if spec.days is not None:
-        return spec.days * 24.0, ("days",)
+        return spec.days * HOURS_PER_DAY, ("days",)
     return None
 
 
@@ -91,7 +92,7 @@ def _steps(ff: FleetFile, natural: int | None) -> int:
     stated = _horizon_hours(ff)
     if stated is None and natural is not None:
         return natural
-    hours, loc = stated if stated is not None else (DEFAULT_DAYS * 24.0, ("step_minutes",))
+    hours, loc = stated if stated is not None else (DEFAULT_DAYS * HOURS_PER_DAY, ("step_minutes",))
     return _check_steps(ff, hours * 60.0 / ff.spec.step_minutes, f"a horizon of {hours:g} h", loc)
 
 
@@ -400,4 +401,5 @@ def build_fleet(
         restart_minutes=10.0 if training is None else training.restart_minutes,
         checkpoint_minutes=30.0 if training is None else training.checkpoint_minutes,
         assumptions=tuple(notes),
+        workload=workload,
     )

@@ -16,12 +16,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from silica.errors import InputError
 from silica.fleet.capacity import Pool
 from silica.fleet.demand import InferenceDemand
+from silica.fleet.engine_sim import LATENCY_MODELS, request_level
 from silica.fleet.jobs import TrainingJob
 from silica.fleet.metrics import RunData, compare_runs, measure
 from silica.fleet.policies import Policy, allocate
 from silica.fleet.scheduler import schedule
+from silica.workload import InferenceWorkload
 
 __all__ = ["Fleet", "FleetRun", "Simulation", "earliest_finish_h", "job_warnings", "run_policy", "simulate"]
 
@@ -40,6 +45,7 @@ class Fleet:
     restart_minutes: float = 10.0
     checkpoint_minutes: float = 30.0
     assumptions: tuple[str, ...] = ()
+    workload: InferenceWorkload | None = None  # the mean request and the SLOs the capacity is at
 
     @property
     def chips(self) -> int:
@@ -75,6 +81,7 @@ class FleetRun:
     pools: list[dict[str, Any]]
     jobs: list[dict[str, Any]]
     series: dict[str, list[float | None]]
+    request_level: dict[str, Any] | None = None  # what the simulated requests saw, per pool
 
     def to_dict(self, series: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -83,6 +90,8 @@ class FleetRun:
             "pools": self.pools,
             "jobs": self.jobs,
         }
+        if self.request_level is not None:
+            out["request_level"] = self.request_level
         if series:
             out["series"] = self.series
         return out
@@ -95,6 +104,7 @@ class Simulation:
     comparison: dict[str, Any]
     assumptions: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    latency_model: str = "fluid"  # or "request": SLO attainment from the request-level simulator
 
     def run(self, policy: str) -> FleetRun:
         for r in self.runs:
@@ -105,6 +115,7 @@ class Simulation:
     def to_dict(self, series: bool = True) -> dict[str, Any]:
         return {
             "fleet": self.fleet,
+            "latency_model": self.latency_model,
             "runs": [r.to_dict(series) for r in self.runs],
             "comparison": self.comparison,
             "assumptions": list(self.assumptions),
@@ -170,8 +181,15 @@ def job_warnings(fleet: Fleet) -> tuple[str, ...]:
     return tuple(out)
 
 
-def run_policy(fleet: Fleet, policy: Policy, *, series_points: int = 600) -> FleetRun:
-    """Simulate one policy: inference allocation as arrays, then training jobs on what is left."""
+def run_policy(
+    fleet: Fleet, policy: Policy, *, series_points: int = 600, latency_model: str = "fluid"
+) -> FleetRun:
+    """Simulate one policy: inference allocation as arrays, then training jobs on what is left.
+
+    `latency_model` "request" takes SLO attainment (overall, worst hour, the series) from the
+    request-level simulator (`engine_sim.request_level`) instead of the fluid model; the fluid
+    figure stays beside it as `fluid_slo_attainment`, and the run's `request_level` says what the
+    simulated requests saw per pool."""
     pools = list(fleet.pools)
     demand = fleet.demand.output_tokens_per_s
     alloc = allocate(policy, pools, demand, fleet.demand.step_s)
@@ -194,21 +212,59 @@ def run_policy(fleet: Fleet, policy: Policy, *, series_points: int = 600) -> Fle
         sched=sched,
     )
     metrics, pool_rows, job_rows, series = measure(data, series_points)
-    return FleetRun(policy=policy, metrics=metrics, pools=pool_rows, jobs=job_rows, series=series)
+    detail = None
+    if latency_model == "request":
+        if fleet.model is None or fleet.workload is None:
+            raise InputError(
+                "The request-level latency model needs the fleet's model and mean request.",
+                "build the fleet from a fleet file with an inference model, or use the fluid model.",
+            )
+        rl = request_level(
+            pools, alloc, fleet.demand.requests_per_s, fleet.demand.step_s, fleet.model, fleet.workload
+        )
+        metrics["fluid_slo_attainment"] = metrics["slo_attainment"]
+        metrics["slo_attainment"] = rl.slo_attainment
+        metrics["fluid_worst_hour_attainment"] = metrics["worst_hour_attainment"]
+        metrics["worst_hour_attainment"] = rl.worst_hour_attainment
+        b = max(1, math.ceil(len(demand) / max(1, series_points)))
+        starts = np.arange(0, len(demand), b)
+        met, offered = np.add.reduceat(rl.met, starts), np.add.reduceat(rl.offered, starts)
+        series["attainment"] = np.divide(met, offered, out=np.ones_like(met), where=offered > 0).tolist()
+        detail = rl.to_dict()
+    elif latency_model != "fluid":
+        raise InputError(
+            f"Unknown latency model {latency_model!r}.", f"use one of {', '.join(LATENCY_MODELS)}."
+        )
+    return FleetRun(
+        policy=policy, metrics=metrics, pools=pool_rows, jobs=job_rows, series=series, request_level=detail
+    )
 
 
-def simulate(fleet: Fleet, policies: list[Policy], *, series_points: int = 600) -> Simulation:
-    """Run every policy on the same fleet, demand and jobs, and compare them."""
+def simulate(
+    fleet: Fleet, policies: list[Policy], *, series_points: int = 600, latency_model: str = "fluid"
+) -> Simulation:
+    """Run every policy on the same fleet, demand and jobs, and compare them.
+
+    `latency_model`: "fluid" (capacity against demand, step by step) or "request" (the
+    request-level simulator's SLO attainment; see `run_policy`)."""
     if fleet.steps == 0:
-        from silica.errors import InputError
-
         raise InputError("The demand has no steps to simulate.", "give a longer horizon or trace.")
-    runs = tuple(run_policy(fleet, p, series_points=series_points) for p in policies)
+    runs = tuple(
+        run_policy(fleet, p, series_points=series_points, latency_model=latency_model) for p in policies
+    )
+    if latency_model == "request":
+        latency = (
+            "SLO attainment: from the request-level simulator (one engine per pool replays Poisson "
+            "arrivals following the step curve; demand whose simulated requests met the TTFT and "
+            "time-per-output-token targets)"
+        )
+    else:
+        latency = "SLO attainment: share of demanded output tokens served by replicas running within their SLO capacity"
     assumptions = (
         *fleet.assumptions,
         *fleet.demand.notes,
         "capacity: output tokens/s one replica sustains at the SLO for the mean request (performance model)",
-        "SLO attainment: share of demanded output tokens served by replicas running within their SLO capacity",
+        latency,
         "on-demand pools are billed every hour, except under autoscale, which starts and stops them",
     )
     return Simulation(
@@ -217,6 +273,7 @@ def simulate(fleet: Fleet, policies: list[Policy], *, series_points: int = 600) 
         comparison=compare_runs(runs_metrics(runs), [r.jobs for r in runs]),
         assumptions=assumptions,
         warnings=job_warnings(fleet),
+        latency_model=latency_model,
     )
 
 

@@ -19,13 +19,21 @@ import json
 from importlib import resources
 from typing import Any
 
-from silica.monitor.signals import SIGNALS, Signal
+from silica.monitor.signals import SIGNALS, Signal, family_of
 
 __all__ = ["ENGINE_ROWS", "engine_dashboard"]
 
 _DS = {"type": "prometheus", "uid": "${datasource}"}
 _RATE = "5m"
-_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "dcgm": "DCGM", "neuron-monitor": "Neuron"}
+_LABEL = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "tgi": "TGI",
+    "dcgm": "DCGM",
+    "neuron-monitor": "Neuron",
+    "trtllm": "TensorRT-LLM",
+    "triton": "Triton",
+}
 
 # (row title, [(signal key, panel title, Grafana unit)]): the signals of vLLM's and DCGM's dashboards.
 ENGINE_ROWS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
@@ -81,7 +89,9 @@ def _scaled(expr: str, scale: float) -> str:
 
 
 def _sel(name: str) -> str:
-    return f'{name}{{{_MATCH.get(name, "")}deployment=~"$deployment"}}'
+    family, match = family_of(name)
+    extra = f'{match[0]}="{match[1]}",' if match else _MATCH.get(family, "")
+    return f'{family}{{{extra}deployment=~"$deployment"}}'
 
 
 def _targets(sig: Signal) -> list[tuple[str, str]]:

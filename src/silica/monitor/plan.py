@@ -49,6 +49,10 @@ class Planned:
     chip_j_per_output_token: float | None = None
     tp: int | None = None  # the layout and engine the figures are for: expected latency at another load
     engine: str | None = None
+    # The calibration the figures came from (`--calibration` file, user overlay file; None: shipped),
+    # so the expectation at another load uses the same parameters as the plan.
+    calibration: str | None = None
+    calibration_overlay: str | None = None
 
     @property
     def tokens_per_s_per_instance(self) -> float | None:
@@ -133,7 +137,17 @@ def _from_estimate(e: dict[str, Any], path: Path, name: str, kind: str, slo: dic
         chip_j_per_output_token=_chip_joules(e),
         tp=int(e["tp"]) if isinstance(e.get("tp"), int) and not isinstance(e.get("tp"), bool) else None,
         engine=str(e["engine"]) if isinstance(e.get("engine"), str) and e.get("engine") else None,
+        calibration=_setting(e, "calibration"),
+        calibration_overlay=_setting(e, "calibration_overlay"),
     )
+
+
+def _setting(e: dict[str, Any], key: str) -> str | None:
+    """A file setting the estimate recorded (`settings.KEY.value`), or None."""
+    settings = e.get("settings")
+    entry = settings.get(key) if isinstance(settings, dict) else None
+    value = entry.get("value") if isinstance(entry, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _chip_joules(e: dict[str, Any]) -> float | None:

@@ -129,7 +129,7 @@ def _classify(series: Sequence[Series]) -> dict[str, list[tuple[Series, float]]]
     """Series by signal key; histogram parts under 'key:bucket', 'key:sum', 'key:count'."""
     out: dict[str, list[tuple[Series, float]]] = defaultdict(list)
     for s in series:
-        found = signal_of(s.name)
+        found = signal_of(s.name, s.labels)
         if found:
             out[found[0].key].append((s, found[2]))
             continue
@@ -176,6 +176,13 @@ def _deployment(
     overall = _spans(plan, sig, since, span, 1)[0]
     windows = tuple(_spans(plan, sig, since, window_s, n_w, clip_end=until))
     steps = tuple(_spans(plan, sig, since, step_s, n_s, clip_end=until))
+    if plan.model and any(w.concurrency and w.input_len and w.expected_tpot_ms is None for w in windows):
+        missing.append(
+            f"no expectation at the windows' own load for {plan.name}: no estimate of {plan.model!r} on "
+            f"{plan.instance} at that load (a model Silica cannot find: a plan of a local config.json "
+            "names it by its file stem, so put the file's path in the plan's `model`; or a load that does "
+            "not fit); drift judged against the plan"
+        )
     per_instance = plan.tokens_per_s_per_instance
     capacity = tuple(
         None

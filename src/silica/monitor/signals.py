@@ -18,6 +18,22 @@ Sources (read 2026-12-01):
 - SGLang: sgl-project/sglang docs/references/production_metrics.md.
 - TGI: huggingface/text-generation-inference docs/source/reference/metrics.md (no TTFT histogram;
   generated and prompt tokens are the `_sum` of the per-request length histograms).
+- TensorRT-LLM's own OpenAI server (`trtllm-serve`, `/prometheus/metrics`): NVIDIA/TensorRT-LLM
+  tensorrt_llm/metrics/collector.py, class MetricsCollector, whose docstring lists the families it
+  creates (trtllm_request_success_total, trtllm_e2e_request_latency_seconds,
+  trtllm_time_to_first_token_seconds, trtllm_time_per_output_token_seconds (per request),
+  trtllm_request_queue_time_seconds, trtllm_kv_cache_hit_rate, trtllm_kv_cache_utilization = used /
+  max KV blocks), and examples/serve/prometheus_metrics.py (METRIC_PREFIX = "trtllm_"); read
+  2026-12-03 through the GitHub code index. It exports no token counters in that list.
+- Triton Inference Server with the TensorRT-LLM backend (port 8002): NVIDIA's Triton user guide,
+  "TensorRT-LLM Backend", section "Triton Metrics" (the example in tests/data/pilot/SOURCES.md): the
+  backend keeps several quantities in one gauge family told apart by a label, so those names carry
+  one label matcher, `family{label="value"}`: nv_trt_llm_request_metrics{request_type="active"|
+  "waiting"} and nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}. Its latency
+  figures are cumulative microsecond counters (nv_inference_queue_duration_us ...), not per-token
+  histograms, so Triton gives no TTFT/TPOT here.
+- neuron-monitor has no request-level figures: on Neuron those come from the serving engine (vLLM on
+  Neuron exports the `vllm:` names above).
 """
 
 from __future__ import annotations
@@ -25,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EXPORTERS", "SIGNALS", "Signal", "known_names", "signal_of"]
+__all__ = ["EXPORTERS", "SIGNALS", "Signal", "family_of", "known_names", "signal_of"]
 
 Kind = Literal["counter", "gauge", "histogram"]
 
@@ -81,6 +97,7 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:num_requests_running"),
         ("sglang", "sglang:num_running_reqs"),
         ("tgi", "tgi_batch_current_size"),
+        ("triton", 'nv_trt_llm_request_metrics{request_type="active"}'),
     ),
     _signal(
         "requests_waiting",
@@ -90,6 +107,7 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:num_requests_waiting"),
         ("sglang", "sglang:num_queue_reqs"),
         ("tgi", "tgi_queue_size"),
+        ("triton", 'nv_trt_llm_request_metrics{request_type="waiting"}'),
     ),
     _signal(
         "prompt_len",
@@ -112,6 +130,7 @@ SIGNALS: tuple[Signal, ...] = (
         "time to first token",
         ("vllm", "vllm:time_to_first_token_seconds"),
         ("sglang", "sglang:time_to_first_token_seconds"),
+        ("trtllm", "trtllm_time_to_first_token_seconds"),
     ),
     _signal(
         "tpot",
@@ -122,6 +141,7 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:time_per_output_token_seconds"),
         ("sglang", "sglang:inter_token_latency_seconds"),
         ("tgi", "tgi_request_mean_time_per_token_duration"),
+        ("trtllm", "trtllm_time_per_output_token_seconds"),
     ),
     _signal(
         "e2e",
@@ -129,6 +149,7 @@ SIGNALS: tuple[Signal, ...] = (
         "s",
         "end-to-end request latency",
         ("vllm", "vllm:e2e_request_latency_seconds"),
+        ("trtllm", "trtllm_e2e_request_latency_seconds"),
     ),
     _signal(
         "queue_time",
@@ -136,6 +157,7 @@ SIGNALS: tuple[Signal, ...] = (
         "s",
         "time a request waited before it ran",
         ("vllm", "vllm:request_queue_time_seconds"),
+        ("trtllm", "trtllm_request_queue_time_seconds"),
     ),
     _signal(
         "kv_cache_usage",
@@ -145,6 +167,8 @@ SIGNALS: tuple[Signal, ...] = (
         ("vllm", "vllm:kv_cache_usage_perc"),
         ("vllm", "vllm:gpu_cache_usage_perc"),
         ("sglang", "sglang:token_usage"),
+        ("trtllm", "trtllm_kv_cache_utilization"),
+        ("triton", 'nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}'),
     ),
     _signal(
         "preemptions",
@@ -152,6 +176,20 @@ SIGNALS: tuple[Signal, ...] = (
         "requests",
         "requests preempted (KV cache full)",
         ("vllm", "vllm:num_preemptions_total"),
+    ),
+    _signal(
+        "prefix_cache_queries",
+        "counter",
+        "tokens",
+        "prompt tokens looked up in the prefix cache",
+        ("vllm", "vllm:prefix_cache_queries_total"),
+    ),
+    _signal(
+        "prefix_cache_hits",
+        "counter",
+        "tokens",
+        "prompt tokens served from the prefix cache",
+        ("vllm", "vllm:prefix_cache_hits_total"),
     ),
     _signal(
         "chip_utilisation",
@@ -194,6 +232,8 @@ EXPORTERS: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm:",),
     "sglang": ("sglang:",),
     "tgi": ("tgi_",),
+    "trtllm": ("trtllm_",),
+    "triton": ("nv_trt_llm_",),
 }
 
 # Series that say which hardware host a sample came from, by exporter (DCGM labels each GPU with
@@ -202,20 +242,37 @@ HOST_LABELS = ("Hostname", "instance_id", "instance")
 CHIP_LABELS = ("gpu", "neuroncore")
 
 
-def _index() -> dict[str, tuple[Signal, str, float]]:
-    out: dict[str, tuple[Signal, str, float]] = {}
+def family_of(name: str) -> tuple[str, tuple[str, str] | None]:
+    """A table name split into its metric family and its one label matcher (None without one):
+    `nv_trt_llm_request_metrics{request_type="active"}` -> (`nv_trt_llm_request_metrics`,
+    (`request_type`, `active`))."""
+    family, brace, rest = name.partition("{")
+    if not brace:
+        return name, None
+    label, _, value = rest.rstrip("}").partition("=")
+    return family, (label.strip(), value.strip().strip('"'))
+
+
+def _index() -> dict[str, list[tuple[tuple[str, str] | None, Signal, str, float]]]:
+    out: dict[str, list[tuple[tuple[str, str] | None, Signal, str, float]]] = {}
     for signal in SIGNALS:
         for exporter, name, scale in signal.names:
-            out[name] = (signal, exporter, scale)
+            family, match = family_of(name)
+            out.setdefault(family, []).append((match, signal, exporter, scale))
     return out
 
 
 _BY_NAME = _index()
 
 
-def signal_of(name: str) -> tuple[Signal, str, float] | None:
-    """The signal, exporter and scale a metric family name carries, or None when Silica does not read it."""
-    return _BY_NAME.get(name)
+def signal_of(name: str, labels: tuple[tuple[str, str], ...] = ()) -> tuple[Signal, str, float] | None:
+    """The signal, exporter and scale a metric family name carries (with these labels, for a family
+    whose members mean different things), or None when Silica does not read it."""
+    have = dict(labels)
+    for match, signal, exporter, scale in _BY_NAME.get(name, ()):
+        if match is None or have.get(match[0]) == match[1]:
+            return signal, exporter, scale
+    return None
 
 
 def known_names() -> frozenset[str]:
@@ -223,8 +280,9 @@ def known_names() -> frozenset[str]:
     out: set[str] = set()
     for signal in SIGNALS:
         for _exporter, name, _scale in signal.names:
+            family, _ = family_of(name)
             if signal.kind == "histogram":
-                out.update({f"{name}_bucket", f"{name}_sum", f"{name}_count"})
+                out.update({f"{family}_bucket", f"{family}_sum", f"{family}_count"})
             else:
-                out.add(name)
+                out.add(family)
     return frozenset(out)

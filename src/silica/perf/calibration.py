@@ -106,13 +106,10 @@ def _families() -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, tuple[f
     context-encoding kernel, so there the attention math runs at matmul efficiency as on GPUs: such
     software facts are the file's `overrides`.
     """
-    import yaml
+    from silica._yaml import safe_load
 
     where = "data/families.yaml"
-    raw = yaml.load(  # the safe loader (libyaml's where PyYAML has it)
-        resources.files("silica").joinpath(where).read_text(),
-        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
-    )
+    raw = safe_load(resources.files("silica").joinpath(where).read_text())
     if not isinstance(raw, dict) or raw.get("schema_version") != 1:
         raise DataFileError(f"{where}: schema_version must be 1.", "reinstall Silica.")
     inheritance: dict[str, tuple[str, str]] = {}

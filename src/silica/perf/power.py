@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from silica._yaml import safe_load
 from silica.errors import DataFileError
 
 __all__ = [
@@ -149,7 +150,7 @@ def _params(raw: Mapping[str, Any]) -> PowerParams:
 def load_power() -> PowerData:
     """Read the bundled power facts and the fitted fractions (a malformed file is a one-line error)."""
     try:
-        facts = yaml.safe_load(_read(_FACTS))
+        facts = safe_load(_read(_FACTS))
         fitted = json.loads(_read(_PARAMS))
         chips = {
             cid: ChipPower(

@@ -14,8 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from silica._yaml import safe_load
 from silica.errors import DataFileError, InputError, UnknownNameError
 
 __all__ = [
@@ -50,7 +49,7 @@ class _Data:
 
 @lru_cache(maxsize=1)
 def _data() -> _Data:
-    raw: Any = yaml.safe_load(resources.files("silica").joinpath(_WHERE).read_text())
+    raw: Any = safe_load(resources.files("silica").joinpath(_WHERE).read_text())
     try:
         stacks = {
             name: Stack(

@@ -10,7 +10,9 @@ and the prediction of the metric it is fitted to is compared at the measured ste
 moves less than `MIN_SENSITIVITY` (5 %) either way, the measurement cannot tell the parameter's
 value, and fitting it would only push it to whichever bound absorbs some other error (a short
 prompt's TTFT is weight streaming and per-layer time, not compute). The entry says, per parameter,
-whether it moved and why. The overlay stores those parameters and where they came from, never the
+whether it moved and why. Steps where the engine kept requests waiting (its own
+`/metrics`, scraped during the step) are left out and named: their batch is not their concurrency and
+their TTFT is queue time. The overlay stores those parameters and where they came from, never the
 measured figures.
 """
 
@@ -52,11 +54,38 @@ def _loss(pairs: list[tuple[float, float | None]]) -> float:
     return sum(math.log(m / p) ** 2 if p and p > 0 else 1e9 for m, p in pairs)
 
 
-def _measured(result: dict[str, Any], metric: str) -> list[tuple[int, float]]:
+QUEUED = 0.5  # mean requests waiting in the engine above which a step measured its queue, not its batch
+
+
+def _left_out(step: dict[str, Any], max_batch: int) -> str | None:
+    """Why a step cannot calibrate the model, or None. A step whose engine kept requests waiting (the
+    engine's own gauge, scraped during the step) ran a batch smaller than its concurrency, and its TTFT
+    holds queue time the model does not predict: an open-loop rate past capacity, or a closed-loop
+    step above the engine's max batch."""
+    c = step.get("concurrency")
+    label = (
+        f"rate {step['rate']:g}/s" if step.get("mode") == "open" and step.get("rate") else f"concurrency {c}"
+    )
+    waiting = (step.get("engine") or {}).get("waiting_mean")
+    if isinstance(waiting, int | float) and waiting > QUEUED:
+        return (
+            f"{label}: {waiting:.1f} requests waited on average (queueing, not the batch the model predicts)"
+        )
+    if isinstance(c, int) and c > max_batch:
+        return f"{label}: above the engine's max batch {max_batch} (the rest queue)"
+    return None
+
+
+def _measured(result: dict[str, Any], metric: str, max_batch: int) -> list[tuple[int, float]]:
     out = []
     for s in result.get("steps", []):
         value = (s.get(metric) or {}).get("p50")
-        if isinstance(value, int | float) and value > 0 and s.get("completed"):
+        if (
+            isinstance(value, int | float)
+            and value > 0
+            and s.get("completed")
+            and not _left_out(s, max_batch)
+        ):
             out.append((int(s["concurrency"]), float(value)))
     return out
 
@@ -75,7 +104,8 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             f"{source} was run without a kit, so Silica does not know the chip and layout it measured.",
             "run `silica pilot run --plan KIT_DIR` with the kit from `silica pilot plan`.",
         )
-    tpot, ttft = _measured(result, "tpot_ms"), _measured(result, "ttft_ms")
+    tpot, ttft = _measured(result, "tpot_ms", dep.max_batch), _measured(result, "ttft_ms", dep.max_batch)
+    left_out = [r for s in result.get("steps", []) if (r := _left_out(s, dep.max_batch))]
     if not tpot and not ttft:
         raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
     cal = without_user_overlay(base or load_calibration())  # refit from the shipped parameters
@@ -154,7 +184,11 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         "why": why,
         "label": label,
         "source": source,
-        "fitted_on": {"steps": len({c for c, _ in tpot + ttft}), "metrics": ["tpot_ms p50", "ttft_ms p50"]},
+        "fitted_on": {
+            "steps": len({c for c, _ in tpot + ttft}),
+            "metrics": ["tpot_ms p50", "ttft_ms p50"],
+            "left_out": left_out,
+        },
         "as_of": when,
     }
 

@@ -30,6 +30,7 @@ _FIELDS = {
     "source",
     "as_of",
     "ami",
+    "capabilities",
 }
 
 
@@ -48,6 +49,9 @@ class Engine:
     # Per chip (Neuron: a DLC per chip generation): the pinned image and the environment it needs.
     images: dict[str, str] = field(default_factory=dict)
     env: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Linux capabilities the container needs (`docker run --cap-add`, a pod's securityContext), as
+    # the engine's own container quickstart runs it; empty where it asks for none.
+    capabilities: tuple[str, ...] = ()
 
     def image_for(self, chip: str) -> str:
         """The image pinned for this chip, else the engine's image."""
@@ -106,6 +110,7 @@ def load_engines() -> dict[str, Engine]:
                 env={
                     str(c): {str(k): str(v) for k, v in vs.items()} for c, vs in (e.get("env") or {}).items()
                 },
+                capabilities=tuple(str(c) for c in e.get("capabilities") or ()),
             )
         except KeyError as err:
             raise DataFileError(f"{where}: engine {name} lacks {err}.", "fix the file.") from err

@@ -261,11 +261,12 @@ def _docker(eng: Engine, dep: Deployed, model: str) -> str:
     else:
         devices = "--gpus all"
     env = "".join(f"-e {shlex.quote(f'{k}={v}')} " for k, v in eng.env_for(dep.chip).items())
+    caps = "".join(f"--cap-add {shlex.quote(c)} " for c in eng.capabilities)
     cache = '-v "$HOME/.cache/huggingface:/root/.cache/huggingface" '
     if dep.vendor == "aws":  # compiled graphs kept across restarts: a rerun skips the 5-10 min compile
         cache += f'-v "$HOME/.cache/neuron:{NEURON_CACHE}" -e NEURON_COMPILED_ARTIFACTS={NEURON_CACHE} '
     return (
-        f"docker run --rm --network host --ipc host {devices} "
+        f"docker run --rm --network host --ipc host {devices} {caps}"
         f'-e HF_TOKEN="${{HF_TOKEN:-}}" {env}{cache}'
         f"--entrypoint '' {shlex.quote(eng.image_for(dep.chip))} {server}"
     )
@@ -374,6 +375,8 @@ def _k8s(eng: Engine, dep: Deployed, model: str) -> str:
         "volumeMounts": mounts,
         **_probes(dep.vendor, PORT),
     }
+    if eng.capabilities:  # as the engine's container quickstart runs it (`docker run --cap-add`)
+        container["securityContext"] = {"capabilities": {"add": list(eng.capabilities)}}
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from silica.legality import divisors
+
 __all__ = [
     "BATCHES",
     "MAX_EP",
@@ -33,10 +35,6 @@ BATCHES: tuple[int, ...] = tuple(sorted({round(2 ** (k / 4)) for k in range(45)}
 # Largest expert-parallel degree searched: NVIDIA's published MoE recipes go up to 64 (DeepSeek-V3
 # and gpt-oss on GB200 NVL72, Megatron-Bridge performance summary); wider groups are not published.
 MAX_EP = 64
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,8 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from silica import cost
+from silica import cost, legality
 from silica.cost import Ranking
-from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.inputs import Layout, Requests
@@ -108,22 +107,8 @@ def search_inference(
     check_shapes(model, wl)
     tp_options = tp_choices(model, targets, tp)
     if ep is not None and ep > 1:
-        if not model.is_moe:
-            raise InputError(
-                f"--ep {ep} needs a mixture-of-experts model; {model.id} is dense.", "drop --ep."
-            )
-        if model.n_experts % ep:
-            raise InputError(
-                f"ep {ep} does not divide the {model.n_experts} experts of {model.id}.",
-                "pass an --ep that divides the expert count.",
-            )
-        tp_options = [[t for t in options if t == ep] for options in tp_options]
-        if not any(tp_options):
-            raise InputError(
-                f"ep {ep} is not a tensor-parallel degree {model.id} can use here: serving with expert "
-                "parallelism runs attention data-parallel over the replica's ranks, so ep equals tp.",
-                "pass --ep equal to --tp (or leave --ep out).",
-            )
+        legality.check_ep(model.id, ep, model.n_experts)
+        tp_options = legality.check_serving_ep(model.id, ep, tp_options)
     if pp is not None:
         check_layout(targets, tp_options, pp, count or max(PIPELINE_COUNTS))
     counts = [count] if count is not None else list(PIPELINE_COUNTS)
@@ -202,7 +187,7 @@ def _with_attention_dp(grid: Grid, n_experts: int, gpu: NDArray[np.bool_]) -> tu
     Only GPU targets are searched with attention data-parallel: it is a documented layout of the
     GPU engines named in `search_inference`; on Neuron it is estimated only when asked for (--ep).
     """
-    dep = np.flatnonzero(gpu[grid.inst] & (grid.tp > 1) & (np.mod(n_experts, grid.tp) == 0))
+    dep = np.flatnonzero(gpu[grid.inst] & (grid.tp > 1) & legality.ep_splits_experts(n_experts, grid.tp))
     both = np.concatenate([np.arange(grid.size), dep])
     eps = np.concatenate([np.ones(grid.size), grid.tp[dep]])
     return Grid(inst=grid.inst[both], tp=grid.tp[both], count=grid.count[both], batch=grid.batch[both]), eps

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from silica import legality
 from silica.catalog import get_instance, is_reference_system, load_catalog, price_for
 from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.cost import SECONDS_PER_MONTH, Ranking
@@ -12,7 +13,6 @@ from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import Calibration, FamilyParams, clip_band, load_calibration
 from silica.perf.stacks import Stack, resolve_stack
-from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
 from silica.workload import InferenceWorkload, TrainingWorkload
 
@@ -61,24 +61,14 @@ class Target:
         return f"{note}; {overlay}" if overlay else note
 
 
+def _unit(target: Target) -> str:
+    return "NeuronCores" if target.is_neuron else "GPUs"
+
+
 def legal_tp(model: ModelSpec, target: Target, limit: int | None = None) -> list[int]:
-    """Tensor-parallel degrees this instance can run this model at.
-
-    GPUs split attention heads evenly, so tp must divide the head count. Neuron pads heads up to a
-    multiple of tp (a cost the model charges), so any divisor of the instance's NeuronCores works.
-    """
+    """Tensor-parallel degrees this instance can run this model at (`legality.legal_tp`)."""
     units = target.units_per_instance if limit is None else limit
-    options = divisors(units)
-    if not target.is_neuron:
-        options = [t for t in options if model.n_heads % t == 0]
-    return options
-
-
-def _tp_problem(model: ModelSpec, target: Target, tp: int) -> str:
-    if tp > target.units_per_instance or target.units_per_instance % tp:
-        unit = "NeuronCores" if target.is_neuron else "GPUs"
-        return f"tp={tp} does not divide the {target.units_per_instance} {unit} of {target.instance.id}."
-    return f"tp={tp} does not divide {model.id}'s {model.n_heads} attention heads (GPUs split heads evenly)."
+    return legality.legal_tp(units, model.n_heads, splits_heads=not target.is_neuron)
 
 
 def requests_per_s(wl: InferenceWorkload) -> float | None:
@@ -123,15 +113,10 @@ def check_shapes(model: ModelSpec, wl: InferenceWorkload) -> None:
 
 
 def check_layout(targets: Sequence[Target], tp_options: Sequence[Sequence[int]], pp: int, count: int) -> None:
-    """A fixed tp x pp must fit on the units the deployment has."""
+    """A fixed tp x pp must fit on the units the deployment has (`legality.check_stages_fit`)."""
     for t, options in zip(targets, tp_options, strict=True):
         units = t.units_per_instance * count
-        if all(o * pp > units for o in options):
-            unit = "NeuronCores" if t.is_neuron else "GPUs"
-            raise InputError(
-                f"tp x pp = {min(options)} x {pp} needs more than the {units} {unit} of {count} x {t.instance.id}.",
-                "lower --pp or --tp, or add instances (INSTANCExCOUNT).",
-            )
+        legality.check_stages_fit(options, pp, units, _unit(t), count, t.instance.id)
 
 
 def tp_choices(model: ModelSpec, targets: Sequence[Target], tp: int | None) -> list[list[int]]:
@@ -141,7 +126,10 @@ def tp_choices(model: ModelSpec, targets: Sequence[Target], tp: int | None) -> l
         options = legal_tp(model, t)
         if tp is not None:
             if tp not in options:
-                raise InputError(_tp_problem(model, t, tp), f"pick --tp from {options}.")
+                problem = legality.tp_problem(
+                    model.id, tp, model.n_heads, t.units_per_instance, _unit(t), t.instance.id
+                )
+                raise InputError(problem, f"pick --tp from {options}.")
             options = [tp]
         choices.append(options)
     return choices

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from silica import cost
+from silica import cost, legality
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inputs import Layout, TrainingRun
@@ -79,12 +79,7 @@ def search_training(
     pp: int | None = None,
     ep: int | None = None,
 ) -> list[TrainingEstimate]:
-    if wl.virtual_stages > 1 and pp == 1:
-        raise InputError(
-            f"--vp {wl.virtual_stages} interleaves model chunks across pipeline stages, but --pp 1 has "
-            "one stage.",
-            "drop --vp, or pass --pp 2 or more.",
-        )
+    legality.check_vp(wl.virtual_stages, pp)
     if wl.seq_len > model.max_positions:
         raise InputError(
             f"--seq-len {wl.seq_len:,} is beyond {model.id}'s {model.max_positions:,} positions "
@@ -129,11 +124,11 @@ def search_training(
     fits = step.memory_per_unit <= capacity
     chips = cnt * np.asarray([t.instance.chips for t in targets], dtype=np.float64)[inst]
     with np.errstate(all="ignore"):
-        days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / 86400.0
+        days = (wl.tokens or 0.0) / (step.tokens_per_s_per_chip * chips) / cost.SECONDS_PER_DAY
     # A fixed deployment is reported however long it takes; a search needs a horizon.
     deadline = wl.deadline_days or (DEFAULT_DEADLINE_DAYS if count is None else np.inf)
     on_time = days <= deadline if wl.tokens else np.ones_like(fits)
-    instance_hours = days * 24.0 * cnt if wl.tokens else cnt / step.tokens_per_s_per_chip
+    instance_hours = days * cost.HOURS_PER_DAY * cnt if wl.tokens else cnt / step.tokens_per_s_per_chip
     ok = fits & on_time & np.isfinite(step.step_s)
     results = []
     for i, target in enumerate(targets):

@@ -10,6 +10,7 @@ torch and transformers (the `scan` extra) are needed for model scans only, and l
 
 from __future__ import annotations
 
+from silica.errors import InputError
 from silica.scan.code_scan import scan_code
 from silica.scan.knowledge import TASKS, Knowledge, Task, knowledge
 from silica.scan.model_scan import scan_model
@@ -40,17 +41,42 @@ __all__ = [
     "scan",
     "scan_code",
     "scan_model",
+    "scan_with_model",
 ]
 
 
-def scan(subject: str, *, layers: int = 2, task: Task = "inference") -> ScanReport:
-    """One front door: a directory is a code scan, anything else a model scan; for inference or training."""
+def scan(subject: str, *, layers: int = 2, task: Task = "inference", model: str | None = None) -> ScanReport:
+    """One front door: a directory is a code scan, anything else a model scan; for inference or training.
+    With `model`, a directory and the model it loads are scanned both ways and judged as one port."""
     from silica.limits import check
     from silica.scan.model_scan import scan_source
     from silica.scan.source import resolve
 
     check("layers", layers, "layers")  # the library's callers are held to the same range
     source = resolve(subject)
+    if model is not None:
+        if source.kind != "code":
+            raise InputError(
+                f"--model goes with a repository, and {subject} is not a directory.",
+                "pass the repository folder as SUBJECT and the model it loads as --model.",
+            )
+        return scan_with_model(subject, model, layers=layers, task=task)
     if source.kind == "code":
         return scan_code(subject, task=task)
     return scan_source(source, layers=layers, task=task)
+
+
+def scan_with_model(directory: str, model: str, *, layers: int = 2, task: Task = "inference") -> ScanReport:
+    """A repository and the model it loads (a registry id, config.json or FILE.py:FACTORY), scanned as code
+    and as a model, with one verdict and one effort per target (`silica.scan.verdict.combine`)."""
+    from silica.scan.model_scan import scan_source
+    from silica.scan.source import resolve
+    from silica.scan.verdict import combine
+
+    source = resolve(model)  # bad input fails before either scan runs
+    if source.kind == "code":
+        raise InputError(
+            f"--model {model} is a directory.", "pass a model id, a config.json or file.py:NAME."
+        )
+    code = scan_code(directory, task=task)
+    return combine(knowledge(), code, scan_source(source, layers=layers, task=task))

@@ -54,9 +54,20 @@ def _strip_comment(line: str) -> str:
     return line.split(" #", 1)[0].split("\t#", 1)[0] if not line.lstrip().startswith("#") else ""
 
 
+# Round 5 (issue 30, from lingua's Mamba app): a bare `git+https://github.com/Dao-AILab/causal-conv1d.git` line
+# installs the package its repository (or `#egg=`) names.
+_VCS_LINE = re.compile(
+    r"^\s*(?:-e\s+)?git\+\S+?/([A-Za-z0-9][\w.-]*?)(?:\.git)?(?:@[^#\s]*)?(?:#egg=([\w.-]+)\S*)?\s*$"
+)
+
+
 def _requirements(lines: list[str]) -> Iterator[tuple[str, int]]:
     for n, line in enumerate(lines, 1):
         text = _strip_comment(line)
+        vcs = _VCS_LINE.match(text)
+        if vcs:
+            yield vcs.group(2) or vcs.group(1), n
+            continue
         if text.strip().startswith("-"):  # -r, -e, --index-url
             continue
         m = _LEADING.match(text)

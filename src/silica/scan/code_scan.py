@@ -63,9 +63,19 @@ _HASH_COMMENTS = (
 )
 _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
-_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n|\\.)*)")
+# Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
+# by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
+_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)")
+_EXT_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_]\w*?)_cuda\b")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
+# `git clone https://github.com/vllm-project/vllm.git` in a Dockerfile or Makefile, built from source next:
+# the repository's name is the package it installs (issue 30).
+_CLONE = re.compile(
+    r"\bgit\s+clone\b[^\n]*?\s[\"']?(?:https?://|git@)\S+?/([A-Za-z0-9][\w.-]*?)(?:\.git)?[\"']?(?=\s|$)"
+)
+# `pip install -r requirements/deepspeed.txt`: a requirements file named after the package it installs.
+_REQ_FILE = re.compile(r"(?:^|/)([A-Za-z0-9][\w.-]*?)\.(?:txt|in)$")
 _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
@@ -149,7 +159,48 @@ def local_packages(root: Path) -> dict[str, str]:
                 names[child.name[:-3]] = child.name
             elif child.is_dir() and (child / "__init__.py").is_file():
                 names[child.name] = prefix + child.name + "/"
+            elif child.is_dir() and child.name.isidentifier() and child.name not in SKIP_DIRS:
+                modules = _namespace_modules(child, prefix)
+                names.update(modules)
+                # two or more Python sub-packages make the folder itself a package tree (a namespace package,
+                # or a copy that left out __init__.py): `import mamba_ssm.utils` from there is the repo's own
+                if sum(1 for where in modules.values() if where.endswith("/")) >= 2:
+                    names[child.name] = prefix + child.name + "/"
     return names
+
+
+def _namespace_modules(folder: Path, prefix: str) -> dict[str, str]:
+    """`top.sub` for each module or package of a folder without `__init__.py` (a namespace package, or a
+    package whose `__init__.py` a trimmed copy left out): `from megablocks.layers.arguments import ...` inside
+    the repository is its own code. Only two-part names count, so a folder `kernels/` does not hide the
+    `kernels` library itself."""
+    out: dict[str, str] = {}
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries[:500]:
+        stem = entry.name[:-3] if entry.name.endswith(".py") else entry.name
+        if not stem.isidentifier():
+            continue
+        where = f"{prefix}{folder.name}/{entry.name}"
+        if entry.name.endswith(".py") and entry.is_file():
+            out[f"{folder.name}.{stem}"] = where
+        elif entry.is_dir() and _holds_python(entry.path):
+            out[f"{folder.name}.{stem}"] = where + "/"
+    return out
+
+
+def _holds_python(path: str) -> bool:
+    """Whether a folder holds a Python file directly (the first 500 entries are looked at)."""
+    try:
+        with os.scandir(path) as it:
+            for i, entry in enumerate(it):
+                if entry.name.endswith(".py") or i >= 500:
+                    return entry.name.endswith(".py")
+    except OSError:
+        return False
+    return False
 
 
 def declared_names(root: Path) -> frozenset[str]:
@@ -223,6 +274,7 @@ class _Scanner:
             (normalize(pkg), rule) for rule in kb.code_rules for pkg in rule.packages if "*" in pkg
         ]
         self.local = local_packages(root)
+        self.local_names = frozenset(normalize(n) for n in self.local)
         # A local package that is itself a library a rule names (Liger-Kernel's own `liger_kernel`): its own
         # modules are its implementation, but the repository's examples and scripts that import it use it.
         declared = declared_names(root)
@@ -257,7 +309,10 @@ class _Scanner:
                 ext = next(e for e in self.extensions if name.endswith(e))
                 self._kernel_file(path, rel, self.extensions[ext])
             else:
-                dependency = is_dependency_file(name)
+                # a requirements folder's lists (requirements/triton-kernels.txt) are requirements files too
+                dependency = is_dependency_file(name) or (
+                    name.endswith((".txt", ".in")) and "/requirements/" in f"/{rel}"
+                )
                 text_rules = self.text_names is not None and self.text_names.match(name) is not None
                 if dependency or text_rules:
                     self._other(path, rel, name, dependency, text_rules)
@@ -278,11 +333,29 @@ class _Scanner:
         return rule
 
     def _installs(self, text: str, rel: str, name: str) -> None:
-        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script."""
+        """Packages installed by `pip install` (and uv, conda) in a Dockerfile or shell script, including a
+        requirements file named after its package (`-r requirements/deepspeed.txt`), and repositories
+        cloned to be built from source (`git clone .../vllm.git`)."""
+        for m in _CLONE.finditer(text):
+            rule = self.package_rule(m.group(1))
+            if rule is not None:
+                line = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"clones {m.group(1)} to build it in {name}", rel, line))
         for m in _INSTALL.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
-            for token in m.group(1).replace("\\\n", " ").split():
+            requirement_file = False
+            for token in re.sub(r"\\\n", " ", m.group(1)).split():
                 token = token.strip("'\"")
+                if requirement_file:
+                    requirement_file = False
+                    req = _REQ_FILE.search(token)
+                    rule = self.package_rule(req.group(1)) if req else None
+                    if rule is not None:
+                        self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+                    continue
+                if token in ("-r", "--requirement"):
+                    requirement_file = True
+                    continue
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
                 if token.startswith(("-", "$", ".", "/")) or "://" in token:
@@ -334,20 +407,40 @@ class _Scanner:
             text = _blank_comments(text)
         if name.startswith(("Dockerfile", "Containerfile")) or name.endswith((".dockerfile", ".Dockerfile")):
             text = _resolve_args(text)
+        spans: list[tuple[int, int]] = []
         if installs:
             self._installs(text, rel, name)
+            spans = [m.span(1) for m in _INSTALL.finditer(text)]
         covered: set[str] = set()
         found: list[Finding] = []
         for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
-                line = text.count("\n", 0, m.start()) + 1
+                if any(a <= m.start() < b for a, b in spans):
+                    continue  # a package named in `pip install ... deepspeed`, not the `deepspeed` launcher
+                owner = self._library_extension(m.group(0)) if rule.id == "cpp-extension" else None
+                if (
+                    owner is not None
+                ):  # causal-conv1d's own kernels: that library's finding, not a local build
+                    at = text.count("\n", 0, m.start() + len(m.group(0)) - len(m.group(0).lstrip())) + 1
+                    found.append(_finding(owner, f"{m.group(0).strip()[:80]!r} in {name}", rel, at))
+                    continue
+                # `^\s*key:` can start on a blank (or blanked comment) line above the key: count from the text
+                at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+                line = text.count("\n", 0, at) + 1
                 if line not in seen:
                     seen.add(line)
                     what = m.group(0).strip()
                     found.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
                     covered |= _COVERED_BY.get(rule.id, frozenset())
         self.findings += [f for f in found if f.rule not in covered]
+
+    def _library_extension(self, statement: str) -> CodeRule | None:
+        """The rule of the library whose compiled extension `import causal_conv1d_cuda` is (round 5, from
+        lingua: causal-conv1d's kernels are mamba-kernels), or None for the repository's own extension."""
+        m = _EXT_IMPORT.search(statement)
+        rule = self.packages.get(normalize(m.group(1))) if m else None
+        return rule if rule is not None and rule.id != "cpp-extension" else None
 
     def _unlistable(self, err: OSError) -> Finding:
         where = os.fspath(err.filename) if err.filename is not None else os.fspath(self.root)
@@ -400,6 +493,8 @@ class _Scanner:
         self.python_files += 1
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
+        if "_available(" in text:
+            self._availability_checks(text, rel)
         uses_torch = "torch" in text
         if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
@@ -417,16 +512,53 @@ class _Scanner:
         if self.library_self:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
+        tpu_only = _tpu_only(text)
         for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
+            if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
+                continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
-            for pkg, line in self.python.string_requirements(tree):
-                rule = self.package_rule(pkg)
+            for pkg, extras, line in dict.fromkeys(self.python.string_requirements(tree)):
+                rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
 
+    def _availability_checks(self, text: str, rel: str) -> None:
+        """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from
+        peft's LoRA layers over GPTQModel's AWQ kernels): a helper judged by what it checks. Definitions of
+        such helpers (`def is_..._available`) and comments are not uses."""
+        code = _blank_comments(text)
+        seen: set[str] = set()
+        for m in _AVAILABLE.finditer(code):
+            rule = self.package_rule(m.group(1))
+            if rule is not None and rule.id not in seen and normalize(m.group(1)) not in self.local_names:
+                seen.add(rule.id)
+                line = code.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"checks {m.group(0)}) before using it", rel, line))
+
 
 NEURON_PATH_RULE = "neuron-path"
+# `is_gptqmodel_available(`: a call (not a definition) of an availability helper named after a package.
+_AVAILABLE = re.compile(r"(?<!def )(?<![\w.])(?:[\w.]*\.)?is_([a-z0-9_]+?)_available\(")
+# torch-xla serves TPUs as well as Neuron: its imports (and Lightning's XLA strategies) name a Neuron path only
+# in a file that does not say it is for TPUs (issue 30: Composer's DeviceTPU is not its Neuron device).
+_XLA_IMPORTS = (
+    "imports torch_xla",
+    "imports lightning.fabric.strategies.xla",
+    "imports lightning.fabric.accelerators.xla",
+    "imports lightning.pytorch.strategies.xla",
+    "imports lightning.pytorch.accelerators.xla",
+)
+_TPU = re.compile(r"TPU|(?<![a-z])tpu(?![a-z])")
+_NEURON_WORD = re.compile(r"(?i)neuron")
+
+
+def _tpu_only(text: str) -> bool:
+    """Whether a Python file's code (comments aside) names TPUs and never Neuron."""
+    if "tpu" not in text.lower():
+        return False
+    code = _blank_comments(text)
+    return _TPU.search(code) is not None and _NEURON_WORD.search(code) is None
 
 
 def _on_neuron_path(findings: list[Finding]) -> list[Finding]:

@@ -34,10 +34,13 @@ _DATA_DEPENDENT_METHODS = frozenset({"item", "any", "all", "tolist"})
 _DATA_DEPENDENT_CALLS = frozenset(
     {"torch.any", "torch.all", "torch.equal", "torch.is_nonzero", "torch.allclose"}
 )
-_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
 _PINNED_REQ = re.compile(
-    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~]=|[<>]|===)\s*[0-9]"
+    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?\s*(?:[<>=!~]=|[<>]|===)\s*[0-9]"
 )
+# A repository's own module named after a kernel library it patches in (FastChat's
+# llama_flash_attn_monkey_patch, llama_xformers_attn_monkey_patch): importing it switches that library on.
+_WRAPPER_WORDS = ("flash_attn", "xformers")
 # Modules whose arrays live on the host: `np.unique(x)`, `df.any()` on them is not device control flow.
 _HOST_MODULES = frozenset({"numpy", "pandas", "math", "scipy", "random", "statistics"})
 
@@ -247,15 +250,16 @@ class PythonMatcher:
         """Every match in one parsed file; `local` overrides the repository's own packages for this file."""
         return _FileScan(self, uses_torch, self.local if local is None else local).run(tree)
 
-    def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, int]]:
+    def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, str, int]]:
         """String constants inside setup(install_requires=..., extras_require=...) calls, and anywhere in
         setup.py a string spelled as a pinned requirement ("triton>=2.3.1"): requirement lists are often
-        built by helper functions or variables before they reach setup()."""
+        built by helper functions or variables before they reach setup(). Each comes as (name, extras, line):
+        `trl[vllm]` installs vLLM."""
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 m = _PINNED_REQ.match(node.value)
                 if m:
-                    yield m.group(1), node.lineno
+                    yield m.group(1), m.group(2) or "", node.lineno
             if not isinstance(node, ast.Call):
                 continue
             for kw in node.keywords:
@@ -265,8 +269,10 @@ class PythonMatcher:
                     if isinstance(const, ast.Constant) and isinstance(const.value, str):
                         m = _REQ_NAME.match(const.value)
                         if m:
-                            yield m.group(1), const.lineno
+                            yield m.group(1), m.group(2) or "", const.lineno
 
+
+_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 # Fields that never hold a syntax node worth visiting (names, flags, operators, contexts).
 _LEAF_FIELDS = frozenset(
@@ -321,6 +327,12 @@ def _string_values(node: ast.expr) -> list[str]:
         and len(node.args) == 2
     ):
         return _string_values(node.args[1])
+    # "cuda:" + str(rank) and f"cuda:{rank}": the constant head names the device (issue 30)
+    if type(node) is ast.BinOp and type(node.op) is ast.Add:
+        return [v for v in _string_values(node.left) if v.endswith(":")]
+    if type(node) is ast.JoinedStr and node.values and type(node.values[0]) is ast.Constant:
+        head = node.values[0].value
+        return [head] if isinstance(head, str) and head.endswith(":") else []
     return []
 
 
@@ -351,7 +363,11 @@ class _FileScan(ast.NodeVisitor):
             ast.Assign: self.visit_Assign,
             ast.AnnAssign: self.visit_Assign,
             ast.ClassDef: self.visit_ClassDef,
+            ast.Dict: self.visit_Dict,
+            ast.Compare: self.visit_Compare,
+            ast.Delete: self.visit_Delete,
         }
+        self._imported: dict[str, int] = {}  # alias -> index in `out` of the finding its import made
         self.defaults: list[tuple[str, ast.expr, int]] = []  # (parameter or field, default value, line)
         self.bound: dict[str, list[tuple[str, int]]] = {}  # name -> string values assigned to it, with lines
         if uses_torch and matcher._data_dependent is not None:
@@ -359,9 +375,13 @@ class _FileScan(ast.NodeVisitor):
             self._handlers[ast.While] = self.visit_If
         self._test_calls: list[ast.Call] | None = None
         self._stack: list[ast.AST] = []
+        self._probes: set[int] = set()
+        self._entries: list[tuple[str, ast.expr, int]] = []  # (dict key, value, line)
 
     def run(self, tree: ast.AST) -> list[Match]:
         self.visit(tree)
+        if self._probes:
+            self.out = [m for i, m in enumerate(self.out) if i not in self._probes]
         self._match()
         return self.out
 
@@ -398,23 +418,72 @@ class _FileScan(ast.NodeVisitor):
     def _add(self, rule: int, message: str, line: int) -> None:
         self.out.append((self.m.ids[rule], message, line))
 
+    def _own(self, name: str) -> bool:
+        """Whether a dotted module is the repository's own code: its top-level package, or a sub-package of
+        a folder without `__init__.py` (a namespace package, `megablocks.layers`), as `local` lists them."""
+        head, _, rest = name.partition(".")
+        if head in self.local:
+            return True
+        return bool(rest) and f"{head}.{rest.split('.', 1)[0]}" in self.local
+
     # Handlers return True when they have queued the node's children themselves.
     def visit_Import(self, node: ast.Import) -> bool:
         for a in node.names:
             head = a.name.split(".")[0]
             self.aliases[a.asname or head] = a.name if a.asname else head
-            if head in self.local:
+            if self._own(a.name):
+                self._wrapper(a.name, node.lineno)
                 continue
             hit = self.m.import_match(a.name)
             if hit is not None:
+                self._imported[a.asname or head] = len(self.out)
                 self._add(hit[0], f"imports {hit[1]}", node.lineno)
         return True
+
+    def _wrapper(self, module: str, line: int) -> None:
+        """The repository's own module named after a kernel library (`llama_flash_attn_monkey_patch`)."""
+        for part in module.split(".")[1:]:
+            word = next((w for w in _WRAPPER_WORDS if w in part), None)
+            hit = self.m.import_match(word) if word else None
+            if hit is not None:
+                self._add(hit[0], f"imports {module} (the repository's own {word} wrapper)", line)
+                return
+
+    def visit_Compare(self, node: ast.Compare) -> bool:
+        """`x.device.type == "cuda"`, `"cuda" in device`, `backend == "nccl"`: a branch on a CUDA device or
+        backend name is device code, matched like a positional string (round 4, from llm-foundry and
+        TinyLlama)."""
+        if self.torch and all(type(op) in _EQUALITY for op in node.ops):
+            for side in (node.left, *node.comparators):
+                if type(side) is ast.Constant and isinstance(side.value, str):
+                    rule = self.m._value_rule(self.m._string_args, side.value)
+                    if rule is not None:
+                        self._add(rule, f"compares with {side.value!r}", node.lineno)
+                        break
+        return False
+
+    def visit_Delete(self, node: ast.Delete) -> bool:
+        """`import torch_xla; del torch_xla` probes whether a package is installed: not a use of it."""
+        for target in node.targets:
+            if type(target) is ast.Name and target.id in self._imported:
+                self._probes.add(self._imported.pop(target.id))
+        return True
+
+    def visit_Dict(self, node: ast.Dict) -> bool:
+        """A dict display's string-keyed entries are matched like keyword arguments
+        (`{"attn_implementation": "flash_attention_2"}` passed as `**kwargs`), and a table keyed by a device
+        (`{"cuda": "nccl", "cpu": "gloo"}`) by its values, like positional strings."""
+        for key, value in zip(node.keys, node.values, strict=True):
+            if type(key) is ast.Constant and isinstance(key.value, str):
+                self._entries.append((key.value, value, key.lineno))
+        return False
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> bool:
         if node.module and node.level == 0:
             for a in node.names:
                 self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-            if node.module.split(".")[0] in self.local:
+            if self._own(node.module) or all(self._own(f"{node.module}.{a.name}") for a in node.names):
+                self._wrapper(node.module, node.lineno)
                 return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
@@ -500,7 +569,7 @@ class _FileScan(ast.NodeVisitor):
             return None
         head, _, rest = name.partition(".")
         full = self.aliases.get(head, head)
-        if full.split(".", 1)[0] in self.local:
+        if self._own(full):
             return None
         return f"{full}.{rest}" if rest else full
 
@@ -528,6 +597,15 @@ class _FileScan(ast.NodeVisitor):
                 if rule is not None:
                     self._add(rule, f"defaults {key}={value!r}", line)
                     break
+        for key, value_node, line in self._entries:
+            device_table = self.torch and m._value_rule(m._string_args, key) is not None
+            for value, _ in self._values(value_node):
+                rule = m._keyword_rule(key, value)
+                if rule is None and device_table:
+                    rule = m._value_rule(m._string_args, value)
+                if rule is not None:
+                    self._add(rule, f"maps {key!r} to {value!r}", line)
+                    break
 
     def _call(self, node: ast.Call) -> None:
         """The call's own name or method (one rule), then its keyword arguments (one rule each:
@@ -538,7 +616,7 @@ class _FileScan(ast.NodeVisitor):
         matched = False
         if type(func) is ast.Name and func.id in self.aliases:  # a bare name from `from x import y`
             name = self.aliases[func.id]
-            rule = m.call_rule(name) if name.split(".", 1)[0] not in self.local else None
+            rule = m.call_rule(name) if not self._own(name) else None
             if rule is not None:
                 self._add(rule, f"calls {name}", node.lineno)
                 matched = True
@@ -582,7 +660,9 @@ class _FileScan(ast.NodeVisitor):
         if type(node) is ast.Attribute:  # dtype=torch.float16: the resolved dotted name is the value
             name = self.resolve(node)
             return [(name, "")] if name else []
-        return []
+        if type(node) is ast.Dict:  # device_map={"": device_string}: the values it maps to
+            return [v for item in node.values if item is not None for v in self._values(item)]
+        return [(v, "") for v in _string_values(node)]
 
     def _host(self, func: ast.Attribute) -> bool:
         """Whether a method call is made on a host library (numpy, pandas): `np.unique(x)`,

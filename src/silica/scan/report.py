@@ -134,7 +134,7 @@ class ScanReport:
     """Everything one scan found, for a model or a code base."""
 
     subject: str
-    kind: Literal["model", "code"]
+    kind: Literal["model", "code", "combined"]  # combined: a repository and the model it loads (issue 30)
     target_verdicts: Mapping[str, TargetVerdict]
     ops: tuple[OpUse, ...] = ()
     findings: tuple[Finding, ...] = ()

@@ -26,12 +26,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from silica.errors import InputError
 from silica.scan.knowledge import ArchRow, Knowledge
 from silica.scan.report import (
     TARGETS,
+    VERDICTS,
     FallbackPlan,
     Finding,
     OpUse,
+    ScanReport,
     Target,
     TargetVerdict,
     Verdict,
@@ -40,6 +43,7 @@ from silica.scan.report import (
 
 __all__ = [
     "PARTITIONER_THRESHOLD",
+    "combine",
     "fallback_plan",
     "software_path",
     "task_findings",
@@ -180,8 +184,9 @@ def work_items(
         if item is None or f.impact.get(target, "info") == "info":
             continue
         # A change counts once per file (180 megatron.* call sites in 5 files are 5 files to port), except
-        # where each finding is its own piece of work (rule `counts: finding`: each Triton kernel).
-        if f.file is not None and per_file.get(f.rule, True):
+        # where each finding is its own piece of work (rule `counts: finding`: each Triton kernel in Python
+        # source; a config's switches for a framework's own kernels are one change to that file).
+        if f.file is not None and (per_file.get(f.rule, True) or not f.file.endswith(".py")):
             if (f.rule, f.file) in seen:
                 continue
             seen.add((f.rule, f.file))
@@ -337,3 +342,77 @@ def verdicts(
     }
     open_ = [v.effort_weeks for v in out.values() if v.verdict != "blocked"]
     return out, min(open_ or [v.effort_weeks for v in out.values()])
+
+
+_LOSS_PARITY = "training: loss parity"  # the model scan's entry; a code scan has it in validate-numerics
+
+
+def _combined_target(kb: Knowledge, model: TargetVerdict, code: TargetVerdict) -> TargetVerdict:
+    """One target's verdict when a repository and the model it loads were both scanned."""
+    worst = max(model.verdict, code.verdict, key=VERDICTS.index)
+    code_items = {w.item: w for w in code.work_items}
+    numerics = code_items.get("validate-numerics")
+    once = numerics is not None and "task:training" in numerics.rules
+    breakdown = [(k, w) for k, w in model.effort_breakdown if not (once and k == _LOSS_PARITY)]
+    breakdown += list(code.effort_breakdown)
+    total = _round_up(sum(w for _, w in breakdown), kb.effort.round_to_weeks)
+    return TargetVerdict(
+        target=model.target,
+        verdict=worst,
+        blockers=tuple(dict.fromkeys([*model.blockers, *code.blockers])),
+        work=tuple(dict.fromkeys([*model.work, *code.work])),
+        notes=tuple(dict.fromkeys([*model.notes, *code.notes])),
+        path=model.path,
+        libraries=model.libraries,
+        fallback=model.fallback,
+        effort_weeks=total,
+        effort_breakdown=tuple(breakdown),
+        work_items=code.work_items,
+    )
+
+
+def combine(kb: Knowledge, code: ScanReport, model: ScanReport) -> ScanReport:
+    """One verdict for a repository and the model it loads (issue 30: the code scan saw a light loader and
+    said 1 week, the model scan saw the architecture and said blocked on Inferentia2; they are one port).
+
+    Per target the worse verdict wins, blockers and work reasons are pooled, and the effort is the model's
+    path and operator weeks plus the code's work items, with the training loss-parity run counted once.
+    """
+    if code.kind != "code" or model.kind != "model":
+        raise InputError(
+            f"combine takes a code scan and a model scan, not {code.kind} and {model.kind}.",
+            "pass scan_code(...) first and scan_model(...) second.",
+        )
+    if code.task != model.task:
+        raise InputError(
+            f"The code scan is for {code.task} and the model scan for {model.task}.",
+            "scan both for the same --task.",
+        )
+    targets: dict[str, TargetVerdict] = {
+        t: _combined_target(kb, model.target_verdicts[t], code.target_verdicts[t])
+        for t in TARGETS
+        if t in model.target_verdicts and t in code.target_verdicts
+    }
+    open_ = [v.effort_weeks for v in targets.values() if v.verdict != "blocked"]
+    effort = min(open_ or [v.effort_weeks for v in targets.values()])
+    return ScanReport(
+        subject=f"{code.subject} with {model.subject}",
+        kind="combined",
+        target_verdicts=targets,
+        ops=model.ops,
+        findings=(*model.findings, *code.findings),
+        effort_weeks=effort,
+        model_type=model.model_type,
+        method=f"{model.method} + {code.method}",
+        assumptions=(
+            "one verdict for the repository and the model it loads: the worse verdict per target, the model's "
+            "path and operator weeks plus the code's work items (loss parity counted once)",
+            *model.assumptions,
+            *code.assumptions,
+        ),
+        seconds=model.seconds + code.seconds,
+        files_scanned=code.files_scanned,
+        versions=model.versions,
+        status=model.status,
+        task=code.task,
+    )

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from silica.options import PLAN_OPTIONS, option
 from silica.report.svg import fmt, nice_ticks
 from silica.text import money_short
 
@@ -79,29 +80,31 @@ def table(
     )
 
 
-# Every form field a page offers, declared once: name -> (label, kind, hint). The label is what a
-# field-level error names; kind is int, float or text. Each page picks its fields by name.
+# Every typed-in form field a page offers: name -> (label, kind, hint), from the one declaration of
+# plan options (`silica.options`). The label is what a field-level error names; kind is int, float or
+# text. Each page picks its fields by name; choices (task, option, engine, ...) are selects.
 FORM_FIELDS: dict[str, tuple[str, str, str]] = {
-    "input_len": ("Input tokens", "int", "prompt length per request"),
-    "output_len": ("Output tokens", "int", "generated per request"),
-    "batch": ("Batch", "int", "requests at once (empty: the largest that fits)"),
-    "region": ("Region", "text", "e.g. us-east-1 (empty: your settings)"),
-    "tp": ("Tensor parallel (tp)", "int", "empty: chosen for you"),
-    "pp": ("Pipeline parallel (pp)", "int", "empty: chosen for you"),
-    "ep": ("Expert parallel (ep)", "int", "mixture-of-experts models only"),
-    "ttft_slo_ms": ("TTFT SLO (ms)", "float", "time to first token limit"),
-    "tpot_slo_ms": ("TPOT SLO (ms)", "float", "time per output token limit"),
-    "rate_req_per_s": ("Requests per second", "float", "load (or tokens per month)"),
-    "tokens_per_month": ("Output tokens per month", "float", "load (or requests per second)"),
-    "seq_len": ("Sequence length", "int", "training: required"),
-    "tokens": ("Training tokens", "float", "training: tokens per run"),
-    "deadline_days": ("Deadline (days)", "float", "training: must finish within"),
+    o.name: (o.label, o.kind, o.hint or o.help)
+    for o in PLAN_OPTIONS
+    if "form" in o.doors and o.kind in ("int", "float", "text") and not o.required
 }
 
 
 def form_fields(*names: str) -> tuple[tuple[str, str, str, str], ...]:
     """(name, label, kind, hint) of the named fields, in the order given."""
     return tuple((n, *FORM_FIELDS[n]) for n in names)
+
+
+# What an empty choice means, where the option has no default of its own.
+_UNSET = {"option": "best available", "engine": "vendor default", "weight_dtype": "same as compute"}
+
+
+def choices(name: str) -> list[tuple[str, str]]:
+    """(value, text) of a choice option's select: the library's own list, so a form offers nothing
+    the library would refuse; an option without a default first offers "" (Silica chooses)."""
+    o = option(name)
+    unset = [("", _UNSET.get(name, "default"))] if o.default is None else []
+    return [*unset, *((c, c) for c in o.allowed())]
 
 
 def bar_band_chart(

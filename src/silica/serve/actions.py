@@ -185,6 +185,22 @@ def _clean_error(err: SilicaError, folder: Path) -> SilicaError:
     return clean
 
 
+def with_systems(systems: str | None, plan: Callable[..., Any], **kwargs: Any) -> Any:
+    """`plan(**kwargs)` (`api.estimate` or `api.compare`) with the user's systems file, sent as text,
+    read by the library's own loader (the format and checks of `--systems`); the result as plain data.
+
+    The text is checked as any uploaded YAML (no alias bombs, no paths outside the upload), written
+    to a private folder as `systems.yaml`, and that folder is left out of the result and of errors.
+    """
+    if systems is None or not systems.strip():
+        return plain(plan(**kwargs))
+    check_yaml(systems, "systems.yaml")
+    with upload_dir() as folder, _scrubbed(folder):
+        path = folder / "systems.yaml"
+        path.write_text(systems, encoding="utf-8")
+        return _scrub(plain(plan(**kwargs, systems=path)), folder)
+
+
 def scan_registry(model: str) -> Any:
     from silica.scan import scan_model
 

@@ -12,12 +12,11 @@ from pydantic import ValidationError
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from silica import api
-from silica.catalog.schema import PURCHASE_OPTIONS
-from silica.errors import SilicaError
+from silica.errors import InputError, SilicaError
 from silica.jsonable import plain
-from silica.perf.stacks import load_stacks
+from silica.options import form_value, option, options_for, price_lines
 from silica.serve import actions
-from silica.serve._html import bar_band_chart, esc, form_fields, num, page, table
+from silica.serve._html import FORM_FIELDS, bar_band_chart, choices, esc, form_fields, num, page, table
 from silica.serve.problems import ProblemError, error_status
 from silica.serve.routes import CompareRequest
 
@@ -25,18 +24,9 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
-_FIELDS = form_fields(  # name, label, kind, hint
-    "input_len",
-    "output_len",
-    "ttft_slo_ms",
-    "tpot_slo_ms",
-    "rate_req_per_s",
-    "tokens_per_month",
-    "seq_len",
-    "tokens",
-    "deadline_days",
-)
-_OPTIONS = ("", *PURCHASE_OPTIONS)  # the library's own list: the form offers nothing it would refuse
+# The compare form's typed-in fields and selects, from the one declaration (`silica.options`).
+_FIELDS = form_fields(*(o.name for o in options_for("form", "compare") if o.name in FORM_FIELDS))
+_SELECTS = tuple(o.name for o in options_for("form", "compare") if o.kind == "choice" and o.name != "task")
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
@@ -74,34 +64,21 @@ def home() -> HTMLResponse:
 
 def _compare_values(params: dict[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {"model": params.get("model", ""), "task": params.get("task") or "inference"}
-    for name, label, kind, _ in _FIELDS:
-        raw = params.get(name, "").strip().replace(",", "").replace("_", "")
-        if raw:
-            try:
-                values[name] = int(raw) if kind == "int" else float(raw)
-            except ValueError:
-                raise ProblemError(
-                    400, f"{label}: {raw[:40]!r} is not a number.", f"give {label} as a number."
-                ) from None
-    for name in ("option", "engine", "region"):
+    try:
+        for name, *_ in _FIELDS:
+            value = form_value(name, params.get(name, ""))
+            if value is not None:
+                values[name] = value
+        prices = price_lines(params.get("prices", ""))
+    except InputError as err:
+        raise ProblemError(400, err.problem, err.fix or "correct the field.") from None
+    for name in _SELECTS:
         if params.get(name):
             values[name] = params[name]
-    prices: dict[str, float] = {}
-    for line in params.get("prices", "").replace(",", "\n").splitlines():
-        if line.strip():
-            inst, _, usd = line.partition("=")
-            try:
-                prices[inst.strip()] = float(usd)
-            except ValueError:
-                raise ProblemError(
-                    400,
-                    f"Price line {line.strip()[:60]!r} is not INSTANCE=USD_PER_HOUR.",
-                    "write e.g. trn1.32xlarge=21.5.",
-                ) from None
     if prices:
         values["prices"] = prices
-    if values["task"] == "training":
-        values.pop("input_len", None), values.pop("output_len", None)
+    if params.get("systems", "").strip():
+        values["systems"] = params["systems"]
     return values
 
 
@@ -124,26 +101,38 @@ def _form(params: dict[str, str]) -> str:
         f'aria-describedby="h-{n}"><small id="h-{n}">{esc(hint)}</small></div>'
         for n, label, _, hint in _FIELDS
     )
-    option = params.get("option", "")
-    options = "".join(
-        f'<option value="{o}"{" selected" if o == option else ""}>{o or "best available"}</option>'
-        for o in _OPTIONS
-    )
-    engine = params.get("engine", "")
-    engines = "".join(
-        f'<option value="{esc(e)}"{" selected" if e == engine else ""}>{esc(e) or "vendor default"}</option>'
-        for e in ("", *sorted(load_stacks()))
+    selects = "".join(
+        f'<div class="field"><label for="f-{n}">{esc(option(n).label)}</label>'
+        f'<select id="f-{n}" name="{n}">'
+        + "".join(
+            f'<option value="{esc(v)}"{" selected" if v == params.get(n, option(n).default or "") else ""}>'
+            f"{esc(t)}</option>"
+            for v, t in choices(n)
+        )
+        + "</select></div>"
+        for n in _SELECTS
     )
     return (
         '<form method="get" action="/compare" class="grid" aria-label="Compare">'
         f'<div class="field"><label for="f-model">Model</label><select id="f-model" name="model">{opts}</select></div>'
         f'<div class="field"><label for="f-task">Task</label><select id="f-task" name="task">{tasks}</select></div>'
-        f"{fields}"
-        f'<div class="field"><label for="f-option">Purchase option</label><select id="f-option" name="option">{options}</select></div>'
-        f'<div class="field"><label for="f-engine">Engine</label><select id="f-engine" name="engine">{engines}</select></div>'
-        '<div class="field wide"><label for="f-prices">Your prices (INSTANCE=USD per hour, one a line)</label>'
+        f"{fields}{selects}"
+        f'<div class="field wide"><label for="f-prices">{esc(option("prices").label)}</label>'
         f'<textarea id="f-prices" name="prices" rows="2">{esc(params.get("prices", ""))}</textarea></div>'
+        f"{_systems_box(params)}"
         '<div class="actions"><button type="submit">Rank instance types</button></div></form>'
+    )
+
+
+def _systems_box(params: dict[str, str]) -> str:
+    """The user's systems, pasted: the YAML `--systems` reads (the form is a GET, so a page of
+    results can be linked; a systems file is a few lines)."""
+    return (
+        f'<div class="field wide"><label for="f-systems">{esc(option("systems").label)}</label>'
+        f'<textarea id="f-systems" name="systems" rows="3" spellcheck="false" '
+        'placeholder="systems:&#10;  - id: my-h100-pod&#10;    chip: h100&#10;    chips: 8">'
+        f"{esc(params.get('systems', ''))}</textarea>"
+        "<small>Optional: systems to rank with the catalog (the format of <code>--systems</code>).</small></div>"
     )
 
 
@@ -277,15 +266,7 @@ def compare_page(request: Request) -> Response:
         return _html(page("Compare instance types", _form(params), "/compare"))
     try:
         body = CompareRequest(**_compare_values(params))
-        result = api.compare(
-            body.model,
-            task=body.task,
-            option=body.option,
-            region=body.region,
-            engine=body.engine,
-            prices=body.prices,
-            **body.workload(),
-        ).to_dict()
+        result = actions.with_systems(body.systems, api.compare, **body.plan_kwargs())
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from silica import api
-from silica.catalog.schema import PURCHASE_OPTIONS
+from silica.errors import InputError
 from silica.jsonable import plain
-from silica.perf.stacks import load_stacks
+from silica.options import PLAN_OPTIONS, check_option, option
 from silica.serve import actions
 from silica.serve.problems import ProblemError
 
@@ -34,92 +34,87 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _field(name: str) -> Any:
+    """The pydantic field of a declared plan option (`silica.options`): its default, limits, length
+    and description; choices are checked by `_choices` and listed in the schema when it is built."""
+    o = option(name)
+    kw: dict[str, Any] = {"description": o.help}
+    if o.kind in ("int", "float"):
+        kw["gt" if o.low_open else "ge"] = o.low
+        if o.high is not None:
+            kw["le"] = o.high
+        if o.kind == "float":
+            kw["allow_inf_nan"] = False
+    if o.max_length is not None:
+        kw["max_length"] = o.max_length
+    if o.choices is not None:
+        choices = o.choices
+
+        def _enum(schema: dict[str, Any]) -> None:
+            schema["enum"] = [*choices(), *([None] if o.default is None else [])]
+
+        kw["json_schema_extra"] = _enum
+    return Field(... if o.required else o.default, **kw)
+
+
+_CHOICES = tuple(o.name for o in PLAN_OPTIONS if o.kind == "choice" and "http" in o.doors)
+
+
 class WorkloadFields(_Strict):
-    """Inference shapes and SLOs, or training size; the same names as the library's workload fields."""
+    """The plan options both endpoints take (`silica.options`): workload, prices, engine, systems."""
 
-    task: Literal["inference", "training"] = "inference"
-    input_len: int | None = Field(1024, ge=1, le=10_000_000, description="Prompt tokens per request.")
-    output_len: int | None = Field(256, ge=0, le=10_000_000, description="Generated tokens per request.")
-    batch: int | None = Field(None, ge=1, le=1_000_000)
-    ttft_slo_ms: float | None = Field(None, gt=0)
-    tpot_slo_ms: float | None = Field(None, gt=0)
-    rate_req_per_s: float | None = Field(None, gt=0)
-    tokens_per_month: float | None = Field(None, gt=0)
-    compute_dtype: str | None = None
-    weight_dtype: str | None = None
-    seq_len: int | None = Field(None, ge=1, le=10_000_000)
-    tokens: float | None = Field(None, gt=0, description="Training tokens.")
-    global_batch: int | None = Field(None, ge=1)
-    micro_batch: int | None = Field(None, ge=1)
-    deadline_days: float | None = Field(None, gt=0)
-    # The purchase options and engines are the library's own lists (catalog/schema.py, data/stacks.yaml):
-    # the API can offer nothing the library would refuse, and a new one appears here by itself.
-    option: str | None = Field(
-        None, description=f"Purchase option: {', '.join(PURCHASE_OPTIONS)} (default: from the settings)."
-    )
-    region: str | None = Field(None, max_length=40)
-    prices: dict[str, float] | None = Field(
-        None, description="Your prices, instance -> USD per hour.", max_length=200
-    )
-    engine: str | None = Field(
-        None,
-        max_length=40,
-        description="Serving or training stack (data/stacks.yaml); default: the vendor's.",
-    )
-    virtual_stages: int | None = Field(
-        None, ge=1, le=64, description="Training: model chunks per stage (--vp)."
-    )
+    task: Literal["inference", "training"] = _field("task")
+    input_len: int | None = _field("input_len")
+    output_len: int | None = _field("output_len")
+    batch: int | None = _field("batch")
+    ttft_slo_ms: float | None = _field("ttft_slo_ms")
+    tpot_slo_ms: float | None = _field("tpot_slo_ms")
+    rate_req_per_s: float | None = _field("rate_req_per_s")
+    tokens_per_month: float | None = _field("tokens_per_month")
+    compute_dtype: str | None = _field("compute_dtype")
+    weight_dtype: str | None = _field("weight_dtype")
+    seq_len: int | None = _field("seq_len")
+    tokens: float | None = _field("tokens")
+    global_batch: int | None = _field("global_batch")
+    micro_batch: int | None = _field("micro_batch")
+    virtual_stages: int | None = _field("virtual_stages")
+    deadline_days: float | None = _field("deadline_days")
+    prices: dict[str, float] | None = _field("prices")
+    option: str | None = _field("option")
+    region: str | None = _field("region")
+    engine: str | None = _field("engine")
+    systems: str | None = _field("systems")
+    pue: float | None = _field("pue")
+    usd_per_mwh: float | None = _field("usd_per_mwh")
 
-    @field_validator("option")
+    @field_validator(*_CHOICES, check_fields=False)
     @classmethod
-    def _option(cls, value: str | None) -> str | None:
-        if value is not None and value not in PURCHASE_OPTIONS:
-            raise ValueError(f"unknown purchase option {value!r}; use one of {', '.join(PURCHASE_OPTIONS)}")
-        return value
+    def _choices(cls, value: Any, info: ValidationInfo) -> Any:
+        """A choice the library's own list holds (the purchase options, dtypes, engines, ...)."""
+        try:
+            return check_option(str(info.field_name), value)
+        except InputError as err:
+            raise ValueError(f"{err.problem.split(': ', 1)[-1]} {err.fix}") from None
 
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, value: str | None) -> str | None:
-        if value is not None and value not in load_stacks():
-            raise ValueError(f"unknown engine {value!r}; use one of {', '.join(sorted(load_stacks()))}")
-        return value
-
-    def workload(self) -> dict[str, Any]:
-        skip = {
-            "task",
-            "option",
-            "region",
-            "prices",
-            "engine",
-            "model",
-            "on",
-            "tp",
-            "pp",
-            "ep",
-            "instances",
-            "include_announced",
-        }
-        fields = self.model_dump(exclude=skip)
-        if self.task == "training":
-            fields.pop("input_len"), fields.pop("output_len")
-        else:
-            for key in ("tokens", "global_batch", "micro_batch", "deadline_days", "virtual_stages"):
-                fields.pop(key)
-        return fields
+    def plan_kwargs(self) -> dict[str, Any]:
+        """The `silica.api` keywords these fields make: only the given ones, only the task's own."""
+        skip = {"systems", *(o.name for o in PLAN_OPTIONS if o.task not in (None, self.task))}
+        return {k: v for k, v in self.model_dump(exclude=skip).items() if v is not None}
 
 
 class EstimateRequest(WorkloadFields):
-    model: str = Field(..., max_length=200, examples=["llama-3.1-8b"])
-    on: str = Field(..., max_length=200, examples=["trn1.32xlarge", "p5.48xlargex2", "h100x8"])
-    tp: int | None = Field(None, ge=1, le=4096)
-    pp: int | None = Field(None, ge=1, le=4096)
-    ep: int | None = Field(None, ge=1, le=4096, description="Expert parallelism (mixture-of-experts models).")
+    model: str = _field("model")
+    on: str = _field("on")
+    tp: int | None = _field("tp")
+    pp: int | None = _field("pp")
+    ep: int | None = _field("ep")
 
 
 class CompareRequest(WorkloadFields):
-    model: str = Field(..., max_length=200, examples=["llama-3.1-8b"])
-    instances: list[str] | None = Field(None, max_length=200)
-    include_announced: bool = False
+    model: str = _field("model")
+    instances: list[str] | None = _field("instances")
+    include_announced: bool = _field("include_announced")
+    rank: str = _field("rank")
 
 
 class _Cache:
@@ -172,28 +167,22 @@ def health(request: Request) -> dict[str, Any]:
 
 @router.post("/estimate", tags=["plan"])
 async def estimate(body: EstimateRequest) -> Response:
-    """One deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run (`silica estimate`)."""
+    """One deployment: TTFT, TPOT, throughput, memory and cost, or why it cannot run (`silica estimate`).
+
+    `systems` is a systems file's text (the YAML `--systems` reads): its systems can be named in `on`."""
     key = "estimate:" + body.model_dump_json() + _settings_key()
-    return await _cache.get(
-        key,
-        lambda: api.estimate(
-            body.model, body.on, task=body.task, tp=body.tp, pp=body.pp, ep=body.ep, option=body.option,
-            region=body.region, prices=body.prices, engine=body.engine, **body.workload(),
-        ),
-    )  # fmt: skip
+    kwargs = body.plan_kwargs()
+    return await _cache.get(key, lambda: actions.with_systems(body.systems, api.estimate, **kwargs))
 
 
 @router.post("/compare", tags=["plan"])
 async def compare(body: CompareRequest) -> Response:
-    """Every instance type ranked by cost; infeasible ones keep their reason (`silica compare`)."""
+    """Every instance type ranked by cost; infeasible ones keep their reason (`silica compare`).
+
+    `systems` is a systems file's text (the YAML `--systems` reads): its systems are ranked too."""
     key = "compare:" + body.model_dump_json() + _settings_key()
-    return await _cache.get(
-        key,
-        lambda: api.compare(
-            body.model, task=body.task, instances=body.instances, include_announced=body.include_announced,
-            option=body.option, region=body.region, prices=body.prices, engine=body.engine, **body.workload(),
-        ),
-    )  # fmt: skip
+    kwargs = body.plan_kwargs()
+    return await _cache.get(key, lambda: actions.with_systems(body.systems, api.compare, **kwargs))
 
 
 def _settings_key() -> str:

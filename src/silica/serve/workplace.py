@@ -20,11 +20,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from silica import api
 from silica.catalog.schema import PURCHASE_OPTIONS
 from silica.cost import HOURS_PER_MONTH
-from silica.errors import SilicaError
+from silica.errors import InputError, SilicaError
 from silica.jsonable import plain
-from silica.perf.stacks import load_stacks
+from silica.options import form_value, options_for, price_lines
+from silica.options import option as declared
+from silica.serve import actions
 from silica.serve._csv import csv_response
-from silica.serve._html import esc, form_fields, num, page, table
+from silica.serve._html import FORM_FIELDS, choices, esc, form_fields, num, page, table
 from silica.serve.problems import ProblemError, error_status
 from silica.serve.routes import EstimateRequest
 
@@ -32,18 +34,11 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
-# name, label, kind (int | float | text), hint: the labels are what an error names (_html.FORM_FIELDS)
-_ESTIMATE_FIELDS = form_fields(
-    "input_len", "output_len", "batch", "region", "tp", "pp", "ep", "seq_len", "tokens"
-)
-_LABELS = {
-    "model": "Model",
-    "on": "Instance",
-    "task": "Task",
-    "engine": "Engine",
-    "option": "Purchase option",
-    **{n: label for n, label, _, _ in _ESTIMATE_FIELDS},
-}
+# name, label, kind (int | float | text), hint, from the one declaration of plan options
+# (`silica.options`, through _html.FORM_FIELDS): the labels are what an error names.
+_ESTIMATE_FIELDS = form_fields(*(o.name for o in options_for("form", "estimate") if o.name in FORM_FIELDS))
+_SELECTS = tuple(o.name for o in options_for("form", "estimate") if o.kind == "choice" and o.name != "task")
+_LABELS = {o.name: o.label for o in options_for("form", "estimate")}
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
@@ -73,28 +68,33 @@ def _estimate_values(params: dict[str, str]) -> tuple[dict[str, Any], dict[str, 
             values[name] = raw
         else:
             errors[name] = f"{_LABELS[name]} is required."
-    for name, label, kind, _ in _ESTIMATE_FIELDS:
-        raw = params.get(name, "").strip().replace(",", "").replace("_", "")
-        if not raw:
-            continue
-        if kind == "text":
-            values[name] = raw
-            continue
+    for name, *_ in _ESTIMATE_FIELDS:
         try:
-            values[name] = int(raw) if kind == "int" else float(raw)
-        except ValueError:
-            what = "a whole number" if kind == "int" else "a number"
-            errors[name] = f"{label}: {raw[:40]!r} is not {what}."
-    for name in ("option", "engine"):
+            value = form_value(name, params.get(name, ""))
+        except InputError as err:
+            errors[name] = err.problem
+            continue
+        if value is not None:
+            values[name] = value
+    for name in _SELECTS:
         if params.get(name):
             values[name] = params[name]
-    if values["task"] == "training":
-        values.pop("input_len", None), values.pop("output_len", None)
-        if "seq_len" not in values and "seq_len" not in errors:
-            errors["seq_len"] = "Sequence length is required for training."
+    try:
+        prices = price_lines(params.get("prices", ""))
+    except InputError as err:
+        errors["prices"] = err.problem
     else:
-        for name in ("seq_len", "tokens"):  # training fields left filled in mean nothing here
-            values.pop(name, None)
+        if prices:
+            values["prices"] = prices
+    if params.get("systems", "").strip():
+        values["systems"] = params["systems"]
+    if values["task"] == "training" and "seq_len" not in values and "seq_len" not in errors:
+        errors["seq_len"] = "Sequence length is required for training."
+    for o in options_for("form", "estimate"):  # the other task's fields left filled in mean nothing here
+        if o.task not in (None, values["task"]):
+            values.pop(o.name, None)
+    if values["task"] == "inference":
+        values.pop("seq_len", None)
     return values, errors
 
 
@@ -162,10 +162,26 @@ def _estimate_form(params: dict[str, str], errors: dict[str, str]) -> str:
                 name, f'<input id="f-{name}" name="{name}"{mode} value="{value}"{{invalid}}>', hint, errors
             )
         )
-    options = [("", "best available"), *((o, o) for o in PURCHASE_OPTIONS)]
-    engines = [("", "vendor default"), *((e, e) for e in sorted(load_stacks()))]
-    parts.append(_field("option", _select("option", options, params.get("option", "")), "", errors))
-    parts.append(_field("engine", _select("engine", engines, params.get("engine", "")), "", errors))
+    for name in _SELECTS:
+        chosen_value = params.get(name, declared(name).default or "")
+        parts.append(_field(name, _select(name, choices(name), chosen_value), "", errors))
+    parts.append(
+        _field(
+            "prices",
+            f'<textarea id="f-prices" name="prices" rows="2"{{invalid}}>{esc(params.get("prices", ""))}</textarea>',
+            "e.g. p5.48xlarge=40.5 (empty: the catalog's prices)",
+            errors,
+        )
+    )
+    parts.append(
+        _field(
+            "systems",
+            '<textarea id="f-systems" name="systems" rows="3" spellcheck="false"{invalid}>'
+            f"{esc(params.get('systems', ''))}</textarea>",
+            "optional: the YAML of --systems; name a system in Instance",
+            errors,
+        )
+    )
     return (
         '<form method="get" action="/estimate" class="grid" aria-label="Estimate" novalidate>'
         + "".join(parts)
@@ -311,16 +327,12 @@ def estimate_page(request: Request) -> Response:
         summary = _error_box(f"{len(errors)} field{'s' * (len(errors) > 1)} to correct: see below.")
         return _html(page(title, summary + _estimate_form(params, errors), "/estimate"), 400)
     try:
-        result = api.estimate(
-            body.model, body.on, task=body.task, tp=body.tp, pp=body.pp, ep=body.ep, option=body.option,
-            region=body.region, engine=body.engine, **body.workload(),
-        )  # fmt: skip
-    except SilicaError as err:
-        status = error_status(err)[0]
+        data = actions.with_systems(body.systems, api.estimate, **body.plan_kwargs())
+    except (SilicaError, ProblemError) as err:
+        status = error_status(err)[0] if isinstance(err, SilicaError) else err.status
         return _html(page(title, _error_box(str(err)) + _estimate_form(params, {}), "/estimate"), status)
     if params.get("format") == "csv":
-        return csv_response(result.to_dict(), "estimate.csv")
-    data = plain(result.to_dict())
+        return csv_response(data, "estimate.csv")
     return _html(
         page(title, _estimate_form(params, {}) + _csv_link(request) + _estimate_result(data), "/estimate")
     )

@@ -10,19 +10,25 @@ most recently admitted sequence is preempted and later recomputed (vLLM's defaul
 Speed: between two events (an arrival the engine could admit, a sequence finishing, the cache
 filling) the batch does not change, so the engine advances a whole run of identical decode steps
 at once, charging each the step time at the run's mid context. A replica's work per request is a
-few of these runs, not one per generated token.
+few of these runs, not one per generated token. The scheduler runs as one loop over local variables
+(`Replica.serve`), fed a replica's whole share of the arrivals when the balancer does not need to
+look at the replicas (round robin, one replica): 124,000 to 147,000 simulated requests per
+CPU-second on the 2-core development machine (benchmarks/simulate_speed.py).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from silica.errors import InputError
 from silica.simulate.steptime import StepTable
 
 __all__ = ["EngineSettings", "Records", "Replica"]
@@ -38,6 +44,22 @@ class EngineSettings:
 
     max_num_seqs: int = 256
     max_batched_tokens: int = 2048
+    # Host interference: each step (or run of identical decode steps) takes its table time times an
+    # independent lognormal factor of mean 1 and this coefficient of variation. 0 on a dedicated
+    # accelerator host; on a shared CPU host, the spread of closed-loop request times (a server's
+    # steps are then slowed at random by other processes, and by its own front end holding the GIL).
+    step_cv: float = 0.0
+    seed: int = 0  # of the step factors
+    # Share of each prompt's tokens found in the prefix cache (vLLM's automatic prefix caching): they
+    # are not recomputed (at least one token always is). Their KV blocks still count against each
+    # sequence's room (shared blocks counted once per sequence: conservative on memory).
+    prefix_hit: float = 0.0
+    # How a sequence evicted for KV room comes back: "recompute" (vLLM's default: its prompt and
+    # generated tokens are prefilled again) or "swap" (its KV cache is copied to host memory and
+    # back over a link of `swap_bytes_per_s`, stalling the engine for each copy; host memory is
+    # taken as large enough).
+    preemption: str = "recompute"
+    swap_bytes_per_s: float = 0.0
 
 
 class Records:
@@ -104,6 +126,27 @@ class Replica:
         self.done = 0
         self.finished: list[int] = []  # requests in the order they finished (closed-loop clients)
         self.n_steps = 0
+        self.step_cv = settings.step_cv
+        self.hit = settings.prefix_hit
+        self.swap_s = 0.0  # seconds to copy one token's KV cache to or from host memory
+        if settings.preemption == "swap":
+            per_token = table.kv_bytes_per_token
+            if not (per_token > 0 and math.isfinite(per_token)):
+                raise InputError(
+                    f"{table.label}: swap preemption needs the KV bytes per token, which this table lacks.",
+                    "use recompute preemption with a measured step table.",
+                )
+            self.swap_s = per_token / settings.swap_bytes_per_s
+        self.swapped: dict[int, int] = {}  # request -> KV tokens held in host memory
+        self._rng = np.random.default_rng((settings.seed, index)) if settings.step_cv > 0 else None
+        self._factors: list[float] = []
+
+    def _draw(self) -> list[float]:
+        """The next block of step-time factors (lognormal, mean 1, CV `step_cv`), taken by pop()."""
+        assert self._rng is not None
+        sigma2 = math.log1p(self.step_cv**2)
+        block: list[float] = self._rng.lognormal(-sigma2 / 2.0, math.sqrt(sigma2), 4096).tolist()
+        return block
 
     # -- the load balancer's view
     def add(self, r: int, t: float) -> None:
@@ -115,171 +158,299 @@ class Replica:
         self.outstanding += 1
         self.rec.replica[r] = self.index
 
-    # -- the scheduler
-    def _admit(self) -> None:
-        rec, waiting, running, prefilling = self.rec, self.waiting, self.running, self.prefilling
-        while waiting and len(running) + len(prefilling) < self.max_seqs:
-            r = waiting[0]
-            need = rec.prompt_n[r] + (self._generated(r) if r in self.left else 0)
-            if need + 1 > self.cap:  # can never fit: refused (left unfinished in the records)
-                self.waiting.popleft()
-                self.outstanding -= 1
-                continue
-            if self.ctx_sum + self.reserved + need > self.cap:
-                return
-            self.waiting.popleft()
-            if math.isnan(rec.scheduled[r]):
-                rec.scheduled[r] = self.t
-            if self.prefilled and r not in self.left:
-                self._join(r, need, rec.output_n[r] - 1)
-                self._record(self.t - rec.first_token[r], 1.0)  # first token -> KV arrived and admitted
-                continue
-            self.reserved += need
-            self.prefilling.append([r, need, need])
-
-    def _generated(self, r: int) -> int:
-        """Tokens a preempted request generated before it was evicted (recomputed as prompt)."""
-        return self.rec.output_n[r] - self.left[r] - 1 if r in self.left else 0
-
-    def _record(self, gap: float, tokens: float) -> None:
-        self.rec.gap_s.append(gap)
-        self.rec.gap_n.append(tokens)
-
-    def _account(self, dt: float) -> None:
-        self.busy_s += dt
-        used = self.ctx_sum + self.reserved
-        self.kv_token_s += used * dt
-        if used > self.kv_peak:
-            self.kv_peak = used
-        self.rec.in_system_s += dt * self.outstanding
-
-    def _finish(self, r: int, t: float) -> None:
-        self.rec.finish[r] = t
-        self.outstanding -= 1
-        self.done += 1
-        self.finished.append(r)
-
-    def _preempt(self) -> None:
-        r = self.running.pop()
-        gen = self.steps - self.join[r]
-        self.ctx_sum -= self.context0[r] + gen
-        self.left[r] -= gen
-        self.rec.preemptions[r] += 1
-        self.preempted_at[r] = self.t
-        del self.join[r]
-        self.waiting.appendleft(r)
-
-    def _pop_finished(self) -> None:
-        heap = self.finish_at
-        while heap and heap[0][0] <= self.steps:
-            g, r = heapq.heappop(heap)
-            j = self.join.get(r)
-            if j is None or j + self.left[r] != g:
-                continue  # stale: the request was preempted after this entry was made
-            if self.running[-1] == r:
-                self.running.pop()
-            else:
-                self.running.remove(r)
-            self.ctx_sum -= self.context0[r] + (g - j)
-            del self.join[r], self.context0[r], self.left[r]
-            self._finish(r, self.t)
-
-    def _mixed_step(self) -> None:
-        """One step that prefills (chunks of) waiting prompts alongside the running decodes."""
-        rec, b = self.rec, len(self.running)
-        room = self.budget - b
-        chunk = 0
-        done: list[list[int]] = []
-        for item in self.prefilling:
-            if room <= 0:
-                break
-            take = item[1] if item[1] < room else room
-            chunk += take
-            room -= take
-            item[1] -= take
-            if item[1] == 0:
-                done.append(item)
-        dt = self.table.mixed_s(chunk, b, self.ctx_sum / b if b else 0.0)
-        self.busy_s += dt
-        used = self.ctx_sum + self.reserved
-        self.kv_token_s += used * dt
-        if used > self.kv_peak:
-            self.kv_peak = used
-        rec.in_system_s += dt * self.outstanding
-        self.t += dt
-        self.n_steps += 1
-        if b:
-            rec.gap_s.append(dt)
-            rec.gap_n.append(b)
-            self.steps += 1
-            self.ctx_sum += b
-        for item in done:
-            self.prefilling.popleft()  # completed chunks are always at the front
-            r, need = item[0], item[2]
-            self.reserved -= need
-            if math.isnan(rec.first_token[r]):
-                rec.first_token[r] = self.t
-            elif r in self.preempted_at:
-                self._record(self.t - self.preempted_at.pop(r), 1.0)
-            self._join(r, need, self.left.get(r, rec.output_n[r] - 1))
-        if self.finish_at and self.finish_at[0][0] <= self.steps:
-            self._pop_finished()
-
-    def _join(self, r: int, context: int, left: int) -> None:
-        """Request `r`, its prompt in the KV cache, joins the decoding batch with `left` tokens to go."""
-        if left <= 0:
-            self.left.pop(r, None)
-            self._finish(r, self.t)
-            return
-        self.left[r] = left
-        self.join[r] = self.steps
-        self.context0[r] = context
-        self.ctx_sum += context
-        self.running.append(r)
-        heapq.heappush(self.finish_at, (self.steps + left, r))
-
     def run(self, horizon: float) -> None:
         """Advance until idle or until the clock reaches `horizon`."""
-        decode_s = self.table.decode_s
-        while self.t < horizon:
-            if self.waiting:
-                self._admit()
-            b = len(self.running)
-            if self.prefilling:
-                while b and self.ctx_sum + self.reserved + b > self.cap:
-                    self._preempt()
-                    b -= 1
-                self._mixed_step()
-                continue
-            if not b:
-                return  # idle: nothing admitted and nothing running
-            # KV room for the next decode step
-            while b and self.ctx_sum + b > self.cap:
-                self._preempt()
-                b -= 1
-            if not b:
-                continue
-            # A run of identical decode steps up to the next finish, a full cache or the horizon.
-            k = self.finish_at[0][0] - self.steps
-            room = (self.cap - self.ctx_sum - self.reserved) // b
-            if room < k:
-                k = max(int(room), 1)
-            mean_ctx = self.ctx_sum / b
-            dt = decode_s(b, mean_ctx + k / 2.0)
-            # A blocked queue stays blocked until a finish; otherwise stop at the next arrival.
-            if not self.waiting and self.t + k * dt > horizon:
-                k = max(1, math.ceil((horizon - self.t) / dt))
-            span = k * dt
-            self.busy_s += span
-            used = self.ctx_sum + self.reserved
-            self.kv_token_s += (used + b * k / 2.0) * span
-            self.kv_peak = max(self.kv_peak, used + b * k)
-            self.rec.in_system_s += span * self.outstanding
-            self.t += span
-            self.steps += k
-            self.ctx_sum += b * k
-            self.n_steps += k
-            self.rec.gap_s.append(dt)
-            self.rec.gap_n.append(b * k)
-            if self.finish_at[0][0] <= self.steps:
-                self._pop_finished()
+        self.serve((), (), horizon)
+
+    def serve(self, ids: Sequence[int], times: Sequence[float], horizon: float = INF) -> None:
+        """Take requests `ids` at their arrival `times` (sorted), then run until idle or `horizon`.
+
+        The same as `run(t); add(r, t)` for each arrival and `run(horizon)` after the last, in one
+        loop over local variables: the per-step work is a few list and arithmetic operations, and
+        the attribute look-ups and calls of a method per scheduler phase would cost more than it.
+        A replica that receives its arrivals without looking at the others (round robin, or one
+        replica) is driven this way, once, over all its requests.
+        """
+        rec, table = self.rec, self.table
+        prompt_n, output_n = rec.prompt_n, rec.output_n
+        first_token, scheduled, finish = rec.first_token, rec.scheduled, rec.finish
+        preemptions, replica_of = rec.preemptions, rec.replica
+        gap_s, gap_n = rec.gap_s, rec.gap_n
+        waiting, prefilling, running = self.waiting, self.prefilling, self.running
+        heap, join, context0, left, preempted_at = (
+            self.finish_at,
+            self.join,
+            self.context0,
+            self.left,
+            self.preempted_at,
+        )
+        finished = self.finished
+        # Step times: `StepTable.decode_s` and `mixed_s`, inlined below (a call per step costs as much
+        # as the interpolation itself); tests/simulate check the two agree.
+        ctxs, rows, toks, pre = table.contexts, table.decode, table.tokens, table.prefill
+        c_last, t_last = len(ctxs) - 1, len(toks) - 1
+        top_row = table.max_num_seqs - 1
+        bisect = bisect_left
+        noisy, factors = self._rng is not None, self._factors
+        hit, swap_s, swapped = self.hit, self.swap_s, self.swapped
+        cap, budget, max_seqs, prefilled, index = (
+            self.cap,
+            self.budget,
+            self.max_seqs,
+            self.prefilled,
+            self.index,
+        )
+        heappush, heappop = heapq.heappush, heapq.heappop
+        t, steps, ctx_sum, reserved = self.t, self.steps, self.ctx_sum, self.reserved
+        busy, kv_s, kv_peak, in_sys = self.busy_s, self.kv_token_s, self.kv_peak, rec.in_system_s
+        outstanding, done_n, n_steps = self.outstanding, self.done, self.n_steps
+
+        n, i = len(ids), 0
+        h = times[0] if n else horizon
+        while True:
+            while t < h:
+                if waiting:  # admit in arrival order while a sequence slot and KV room last
+                    while waiting and len(running) + len(prefilling) < max_seqs:
+                        r = waiting[0]
+                        if r in swapped:  # swap preemption: its KV cache comes back from host memory
+                            need = swapped[r]
+                            if ctx_sum + reserved + need > cap:
+                                break
+                            waiting.popleft()
+                            del swapped[r]
+                            dt = need * swap_s
+                            busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
+                            in_sys += dt * outstanding
+                            t += dt
+                            join[r] = steps
+                            context0[r] = need
+                            ctx_sum += need
+                            running.append(r)
+                            heappush(heap, (steps + left[r], r))
+                            gap_s.append(t - preempted_at.pop(r))
+                            gap_n.append(1.0)
+                            continue
+                        resumed = r in left
+                        need = prompt_n[r] + (output_n[r] - left[r] - 1 if resumed else 0)
+                        if need + 1 > cap:  # can never fit: refused (left unfinished in the records)
+                            waiting.popleft()
+                            outstanding -= 1
+                            continue
+                        if ctx_sum + reserved + need > cap:
+                            break
+                        waiting.popleft()
+                        if scheduled[r] != scheduled[r]:  # nan: first time scheduled
+                            scheduled[r] = t
+                        if prefilled and not resumed:
+                            # KV computed by a prefill replica: joins the decodes at once
+                            togo = output_n[r] - 1
+                            if togo <= 0:
+                                finish[r] = t
+                                outstanding -= 1
+                                done_n += 1
+                                finished.append(r)
+                            else:
+                                left[r] = togo
+                                join[r] = steps
+                                context0[r] = need
+                                ctx_sum += need
+                                running.append(r)
+                                heappush(heap, (steps + togo, r))
+                            gap_s.append(t - first_token[r])  # first token -> KV arrived and admitted
+                            gap_n.append(1.0)
+                            continue
+                        reserved += need
+                        if hit:
+                            compute = need - int(prompt_n[r] * hit)
+                            prefilling.append([r, compute if compute > 1 else 1, need])
+                        else:
+                            prefilling.append([r, need, need])
+                b = len(running)
+                if prefilling:
+                    while b and ctx_sum + reserved + b > cap:  # KV room: preempt the newest
+                        r = running.pop()
+                        gen = steps - join[r]
+                        ctx = context0[r] + gen
+                        ctx_sum -= ctx
+                        left[r] -= gen
+                        preemptions[r] += 1
+                        preempted_at[r] = t
+                        del join[r]
+                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
+                            swapped[r] = ctx
+                            dt = ctx * swap_s
+                            busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
+                            in_sys += dt * outstanding
+                            t += dt
+                        waiting.appendleft(r)
+                        b -= 1
+                    # one step that prefills (chunks of) waiting prompts alongside the running decodes
+                    room = budget - b
+                    chunk = 0
+                    completed = 0
+                    for item in prefilling:
+                        if room <= 0:
+                            break
+                        take = item[1] if item[1] < room else room
+                        chunk += take
+                        room -= take
+                        item[1] -= take
+                        if item[1] == 0:
+                            completed += 1
+                    if b == 0 or chunk > 0:  # prefill of the chunk and the decodes' new tokens
+                        x = chunk + b
+                        j = bisect(toks, x)
+                        if j <= 0:
+                            dt = pre[0]
+                        else:
+                            if j > t_last:
+                                j = t_last
+                            x0 = toks[j - 1]
+                            dt = pre[j - 1] + (pre[j] - pre[j - 1]) * (x - x0) / (toks[j] - x0)
+                    else:
+                        dt = 0.0
+                    if b:  # the decodes' KV-cache reads beyond an empty context
+                        row = rows[b - 1 if b <= top_row else top_row]
+                        c = ctx_sum / b
+                        j = bisect(ctxs, c)
+                        if j <= 0:
+                            d = row[0]
+                        else:
+                            if j > c_last:
+                                j = c_last
+                            x0 = ctxs[j - 1]
+                            d = row[j - 1] + (row[j] - row[j - 1]) * (c - x0) / (ctxs[j] - x0)
+                        if chunk <= 0:
+                            dt = d
+                        elif d > row[0]:
+                            dt += d - row[0]
+                    if noisy:
+                        if not factors:
+                            factors = self._factors = self._draw()
+                        dt *= factors.pop()
+                    busy += dt
+                    used = ctx_sum + reserved
+                    kv_s += used * dt
+                    if used > kv_peak:
+                        kv_peak = used
+                    in_sys += dt * outstanding
+                    t += dt
+                    n_steps += 1
+                    if b:
+                        gap_s.append(dt)
+                        gap_n.append(b)
+                        steps += 1
+                        ctx_sum += b
+                    for _ in range(completed):  # completed prompts are always at the front
+                        r, _left, need = prefilling.popleft()
+                        reserved -= need
+                        if first_token[r] != first_token[r]:
+                            first_token[r] = t
+                        elif r in preempted_at:
+                            gap_s.append(t - preempted_at.pop(r))
+                            gap_n.append(1.0)
+                        togo = left.get(r, output_n[r] - 1)
+                        if togo <= 0:
+                            left.pop(r, None)
+                            finish[r] = t
+                            outstanding -= 1
+                            done_n += 1
+                            finished.append(r)
+                            continue
+                        left[r] = togo
+                        join[r] = steps
+                        context0[r] = need
+                        ctx_sum += need
+                        running.append(r)
+                        heappush(heap, (steps + togo, r))
+                else:
+                    if not b:
+                        break  # idle: nothing admitted and nothing running
+                    while b and ctx_sum + b > cap:  # KV room for the next decode step
+                        r = running.pop()
+                        gen = steps - join[r]
+                        ctx = context0[r] + gen
+                        ctx_sum -= ctx
+                        left[r] -= gen
+                        preemptions[r] += 1
+                        preempted_at[r] = t
+                        del join[r]
+                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
+                            swapped[r] = ctx
+                            dt = ctx * swap_s
+                            busy += dt
+                            kv_s += (ctx_sum + reserved) * dt
+                            in_sys += dt * outstanding
+                            t += dt
+                        waiting.appendleft(r)
+                        b -= 1
+                    if not b:
+                        continue
+                    # A run of identical decode steps up to the next finish, a full cache or the horizon.
+                    k = heap[0][0] - steps
+                    room = (cap - ctx_sum - reserved) // b
+                    if room < k:
+                        k = room if room > 1 else 1
+                    row = rows[b - 1 if b <= top_row else top_row]
+                    c = ctx_sum / b + k / 2.0  # the run's mid context
+                    j = bisect(ctxs, c)
+                    if j <= 0:
+                        dt = row[0]
+                    else:
+                        if j > c_last:
+                            j = c_last
+                        x0 = ctxs[j - 1]
+                        dt = row[j - 1] + (row[j] - row[j - 1]) * (c - x0) / (ctxs[j] - x0)
+                    if noisy:
+                        if not factors:
+                            factors = self._factors = self._draw()
+                        dt *= factors.pop()
+                    # A blocked queue stays blocked until a finish; otherwise stop at the next arrival.
+                    if not waiting and t + k * dt > h:
+                        k = max(1, math.ceil((h - t) / dt))
+                    span = k * dt
+                    busy += span
+                    used = ctx_sum + reserved
+                    kv_s += (used + b * k / 2.0) * span
+                    if used + b * k > kv_peak:
+                        kv_peak = used + b * k
+                    in_sys += span * outstanding
+                    t += span
+                    steps += k
+                    ctx_sum += b * k
+                    n_steps += k
+                    gap_s.append(dt)
+                    gap_n.append(b * k)
+                while heap and heap[0][0] <= steps:  # sequences that generated their last token
+                    g, r = heappop(heap)
+                    joined = join.get(r)
+                    if joined is None or joined + left[r] != g:
+                        continue  # stale: the request was preempted after this entry was made
+                    if running[-1] == r:
+                        running.pop()
+                    else:
+                        running.remove(r)
+                    ctx_sum -= context0[r] + (g - joined)
+                    del join[r], context0[r], left[r]
+                    finish[r] = t
+                    outstanding -= 1
+                    done_n += 1
+                    finished.append(r)
+            if i == n:
+                break
+            r, ta = ids[i], times[i]  # the next arrival
+            if t < ta:
+                t = ta  # idle until now
+            else:
+                in_sys += t - ta  # arrived mid-step: waits for the step to end
+            waiting.append(r)
+            outstanding += 1
+            replica_of[r] = index
+            i += 1
+            h = times[i] if i < n else horizon
+
+        self.t, self.steps, self.ctx_sum, self.reserved = t, steps, ctx_sum, reserved
+        self.busy_s, self.kv_token_s, self.kv_peak, rec.in_system_s = busy, kv_s, kv_peak, in_sys
+        self.outstanding, self.done, self.n_steps = outstanding, done_n, n_steps

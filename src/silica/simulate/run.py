@@ -21,10 +21,11 @@ from silica.simulate.engine import EngineSettings, Records, Replica
 from silica.simulate.steptime import StepTable
 from silica.simulate.traffic import Requests
 
-__all__ = ["BALANCERS", "Percentiles", "SimResult", "simulate", "weighted_percentiles"]
+__all__ = ["BALANCERS", "Percentiles", "SimResult", "latency_vs_rate", "simulate", "weighted_percentiles"]
 
 Array = NDArray[np.float64]
 BALANCERS = ("round-robin", "least-outstanding")
+PREEMPTIONS = ("recompute", "swap")
 QUANTILES = (50.0, 90.0, 99.0)
 
 
@@ -102,7 +103,12 @@ class SimResult:
                 "max_num_seqs": self.settings.max_num_seqs,
                 "max_batched_tokens": self.settings.max_batched_tokens,
                 "chunked_prefill": True,
-                "preemption": "recompute",
+                "preemption": self.settings.preemption,
+                "swap_gb_per_s": self.settings.swap_bytes_per_s / 1e9
+                if self.settings.preemption == "swap"
+                else None,
+                "prefix_hit": self.settings.prefix_hit,
+                "step_cv": self.settings.step_cv,
             },
             "requests": self.requests,
             "completed": self.completed,
@@ -180,6 +186,40 @@ def simulate(
     return summarise(requests, table, engines, rec, replicas, settings, ttft_slo_ms, tbt_slo_ms)
 
 
+RATE_FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the offered rate, for the latency-vs-rate curve
+
+
+def latency_vs_rate(
+    requests: Requests,
+    table: StepTable,
+    *,
+    factors: tuple[float, ...] = RATE_FACTORS,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """The same requests replayed at `factors` x their rate (arrivals compressed or stretched, the
+    lengths kept): TTFT and time-between-token percentiles, throughput and goodput per rate, the
+    points of a latency-vs-rate chart. `kwargs` go to `simulate` (replicas, settings, SLOs)."""
+    points = []
+    for f in factors:
+        r = simulate(requests.scaled(f), table, **kwargs)
+        points.append(
+            {
+                "rate_factor": f,
+                "offered_req_s": r.request_rate,
+                "ttft_ms": r.ttft.to_dict(),
+                "tbt_ms": r.tbt.to_dict(),
+                "e2e_ms": r.e2e.to_dict(),
+                "throughput_req_s": r.throughput_req_s,
+                "output_tok_s": r.output_tok_s,
+                "goodput_req_s": r.goodput_req_s,
+                "utilisation": r.utilisation,
+                "kv_peak_occupancy": r.kv_peak,
+                "preemptions": r.preemptions,
+            }
+        )
+    return points
+
+
 def simulate_closed_loop(
     table: StepTable,
     *,
@@ -225,23 +265,20 @@ def simulate_closed_loop(
 
 
 def drive(engines: list[Replica], times: list[float], order: Any, balancer: str) -> None:
-    """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry."""
-    if len(engines) == 1:
-        only = engines[0]
-        for r, t in zip(order, times, strict=True):
-            only.run(t)
-            only.add(r, t)
-    elif balancer == "round-robin":
-        n = len(engines)
-        for i, (r, t) in enumerate(zip(order, times, strict=True)):
-            e = engines[i % n]
+    """Hand request `order[i]` to a replica at `times[i]` (sorted), then run every replica dry.
+
+    Round robin decides each request's replica without looking at the replicas, so each one serves
+    its own share of the arrivals in one pass (`Replica.serve`); least outstanding looks at every
+    replica at every arrival, so they advance together, arrival by arrival."""
+    if len(engines) == 1 or balancer == "round-robin":
+        ids, n = list(order), len(engines)
+        for k, e in enumerate(engines):
+            e.serve(ids[k::n], times[k::n])
+        return
+    for r, t in zip(order, times, strict=True):
+        for e in engines:
             e.run(t)
-            e.add(r, t)
-    else:
-        for r, t in zip(order, times, strict=True):
-            for e in engines:
-                e.run(t)
-            min(engines, key=lambda e: e.outstanding).add(r, t)
+        min(engines, key=lambda e: e.outstanding).add(r, t)
     for e in engines:
         e.run(math.inf)
 
@@ -258,6 +295,27 @@ def check(replicas: int, settings: EngineSettings, balancer: str) -> None:
         raise InputError(
             f"Max batched tokens must be 1 or more, got {settings.max_batched_tokens}.",
             "pass --max-batched-tokens >= 1.",
+        )
+    if not (settings.step_cv >= 0 and math.isfinite(settings.step_cv)):
+        raise InputError(
+            f"The step-time coefficient of variation must be 0 or more, got {settings.step_cv}.",
+            "pass --step-cv >= 0 (0: no host interference).",
+        )
+    if not 0.0 <= settings.prefix_hit < 1.0:
+        raise InputError(
+            f"The prefix-cache hit rate must be in [0, 1), got {settings.prefix_hit}.",
+            "pass --prefix-hit between 0 and 1 (the share of prompt tokens found in the cache).",
+        )
+    if settings.preemption not in PREEMPTIONS:
+        raise InputError(
+            f"Unknown preemption mode {settings.preemption!r}.", f"use one of {', '.join(PREEMPTIONS)}."
+        )
+    if settings.preemption == "swap" and not (
+        settings.swap_bytes_per_s > 0 and math.isfinite(settings.swap_bytes_per_s)
+    ):
+        raise InputError(
+            "Swap preemption needs the host link's bandwidth.",
+            "pass --swap-gbps (GB/s between accelerator and host memory, e.g. the PCIe link's).",
         )
     if balancer not in BALANCERS:
         raise InputError(f"Unknown load balancer {balancer!r}.", f"use one of {', '.join(BALANCERS)}.")

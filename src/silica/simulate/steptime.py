@@ -188,6 +188,14 @@ def step_table(
     top = float(max(max_tokens, 16))
     tokens = np.unique(np.round(np.geomspace(1.0, top, PREFILL_POINTS)))
     contexts = np.unique(np.round(np.geomspace(16.0, top, CONTEXT_POINTS)))
+    if static:
+        # Neuron runs a length as its power-of-two bucket: a step function. Tabulate both sides of
+        # every bucket edge (2^k runs as 2^k, 2^k + 1 as 2^(k+1)) so interpolation keeps the steps
+        # instead of drawing a line across a jump (2,048 tokens priced halfway to the 4,096 bucket).
+        edges = 2.0 ** np.arange(0, math.ceil(math.log2(top)) + 1)
+        edges = np.concatenate((edges, edges + 1.0))
+        tokens = np.unique(np.concatenate((tokens, edges[edges <= top])))
+        contexts = np.unique(np.concatenate((contexts, edges[(edges >= 16.0) & (edges <= top)])))
 
     def layout(batch: Array) -> Layout:
         n = batch.shape[0]

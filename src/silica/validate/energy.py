@@ -181,7 +181,7 @@ def _single(catalog: Catalog, chip: str, n: int) -> tuple[Catalog, str, int]:
         as_of=c.as_of,
         notes="one chip on its own",
     )
-    return catalog.model_copy(update={"instances": {**catalog.instances, alone.id: alone}}), alone.id, 1
+    return replace(catalog, instances={**catalog.instances, alone.id: alone}), alone.id, 1
 
 
 def prepare_cases(rows: Sequence[EnergyRow]) -> tuple[list[EnergyCase], list[str]]:

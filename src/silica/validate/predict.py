@@ -90,7 +90,7 @@ def deployment_for(row: BenchmarkRow, chip: Chip, catalog: Catalog) -> tuple[Ins
             return _single_chip(chip), 1
         named = max(same, key=lambda i: i.chips)
     if row.chips < named.chips:
-        part = named.model_copy(update={"id": f"{named.id}[{row.chips}]", "chips": row.chips})
+        part = replace(named, id=f"{named.id}[{row.chips}]", chips=row.chips)
         return part, 1
     count = max(round(row.chips / named.chips), 1)
     return named, count
