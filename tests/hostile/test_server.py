@@ -131,6 +131,22 @@ def test_any_forged_token_is_refused(forged: str) -> None:
     assert presented is None or not csrf.valid(cookie, presented)
 
 
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ('{"model": "llama-3.1-8b", "on": "g6e.xlarge", "on": "p5.48xlarge"}', "twice"),
+        ('{"model": "llama-3.1-8b", "on": "g6e.xlarge", "input_len": NaN}', "NaN"),
+        ('{"model": "llama-3.1-8b", "on": "g6e.xlarge", "input_len": 1' + "0" * 5000 + "}", "digits"),
+    ],
+    ids=["duplicate key", "NaN", "5000 digits"],
+)
+def test_an_api_json_body_goes_through_the_reading_layer(tmp_path: Path, body: str, word: str) -> None:
+    """The API's JSON bodies meet the decoder files meet: a key given twice is not last-wins."""
+    with _client(tmp_path) as c:
+        got = c.post("/api/v1/estimate", content=body, headers={"content-type": "application/json"})
+        assert got.status_code == 400 and word in got.json()["detail"], got.text[:300]
+
+
 def test_a_page_compare_counts_against_the_cap(tmp_path: Path) -> None:
     """The cap counts the pages that compute, not only the API: at the cap, a page compare is 429."""
     from silica.serve.app import Guard

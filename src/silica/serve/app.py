@@ -65,6 +65,21 @@ def _slow_body(seconds: float) -> str:
     )
 
 
+def _json_refusal(body: bytes) -> str | None:
+    """Why a JSON body is refused by the reading layer's decoder (a key given twice, NaN, a number
+    of thousands of digits), or None. Malformed JSON is left to the app, which says where."""
+    from silica._files import json_decoder
+    from silica.errors import DataFileError
+
+    try:
+        json_decoder("The request body").decode(body.decode("utf-8"))
+    except DataFileError as err:
+        return str(err)
+    except (ValueError, RecursionError):  # not JSON or not UTF-8 (ValueErrors both), too deep
+        return None
+    return None
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     """A receive that gives the app the body the guard already read, then the client's messages."""
     given = False
@@ -176,16 +191,26 @@ class Guard:
             await refusal(scope, receive, send_secure)
             return
         app_receive: Receive = receive_limited
-        if method not in _SAFE_METHODS and self._needs_csrf(path, headers):
+        kind = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        csrf = method not in _SAFE_METHODS and self._needs_csrf(path, headers)
+        if csrf or (method not in _SAFE_METHODS and kind == b"application/json"):
             body = bytearray()
             with contextlib.suppress(ProblemError):
                 while not body_done:
                     body += (await receive_limited()).get("body", b"")
-            if not cut and not self.csrf.valid(
-                None if fresh else browser,
-                Csrf.presented(bytes(body), headers.get(b"content-type", b""), headers.get(CSRF_HEADER)),
+            if (
+                not cut
+                and csrf
+                and not self.csrf.valid(
+                    None if fresh else browser,
+                    Csrf.presented(bytes(body), headers.get(b"content-type", b""), headers.get(CSRF_HEADER)),
+                )
             ):
                 await problem_response(403, _NO_CSRF, kind="refused")(scope, receive, send_secure)
+                return
+            refused = _json_refusal(bytes(body)) if not cut and kind == b"application/json" else None
+            if refused is not None:
+                await problem_response(400, refused, kind="input")(scope, receive, send_secure)
                 return
             app_receive = _replay(bytes(body), receive)
         # Every dynamic request counts: a page's compare computes as much as the API's.
