@@ -1,11 +1,13 @@
 """Cross-site request forgery tokens for the server's own forms (signed double-submit).
 
-Every browser gets a random `silica_csrf` cookie (HttpOnly, SameSite=Strict) on its first response;
+Every browser gets a random `silica_csrf` cookie (HttpOnly, SameSite=Lax) on its first response;
 every `<form method="post">` in an HTML page is given a hidden `csrf_token` field holding
 HMAC(process secret, that cookie). A form post is accepted only when its field matches the cookie it
 arrives with. Another site's page can make a browser send the cookie but can neither read the field
 (same-origin policy) nor compute it (the secret never leaves this process), and it cannot plant a
-cookie that fits a token either. The secret is made per process: a restart asks the user to reload
+cookie that fits a token either. (Lax, not Strict: the cookie signs nothing by itself, and a Strict
+one would be missing on a link followed from elsewhere, so a fresh one would replace it and void the
+forms open in other tabs.) The secret is made per process: a restart asks the user to reload
 the page, which is the cost of keeping no secret on disk.
 
 Tokens are added by the guard (`serve.app`) to HTML responses, so every form, present or generated
@@ -69,7 +71,7 @@ class Csrf:
 
     @staticmethod
     def set_cookie_header(cookie: str) -> tuple[bytes, bytes]:
-        return (b"set-cookie", f"{COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict".encode())
+        return (b"set-cookie", f"{COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Lax".encode())
 
     def add_to_forms(self, html: bytes, token: str) -> bytes:
         """Every post form of a page, with its hidden token field right after the opening tag."""
