@@ -222,6 +222,30 @@ def test_a_running_sweep_stops_on_cancel_and_on_its_time_limit(
         assert overdue["status"] == "cancelled" and "time limit" in overdue["error"]["detail"], overdue
 
 
+def test_a_job_that_never_reports_is_given_up_and_the_queue_moves_on() -> None:
+    """Work stuck in one long step cannot stop at a report; past its limit and a grace it is given
+    up (cancelled, its result dropped) and a fresh worker runs the jobs queued behind it."""
+    import threading
+
+    from silica.serve.jobs import Jobs
+
+    jobs, gate, cleaned = Jobs(10, grace_s=0.2), threading.Event(), []
+    stuck = jobs.submit(
+        "test", "stuck", lambda ctl: gate.wait(30) and "late", lambda: cleaned.append("s"), 0.2
+    )
+    behind = jobs.submit("test", "behind", lambda ctl: 42, lambda: cleaned.append("b"))
+    deadline = time.monotonic() + 10
+    while behind.status != "done" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stuck.status == "cancelled" and "progress report" in stuck.error["detail"], stuck
+    assert behind.status == "done" and behind.result == 42
+    gate.set()  # the stuck work ends at last: its result is dropped, its files removed
+    while "s" not in cleaned and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stuck.status == "cancelled" and stuck.result is None and sorted(cleaned) == ["b", "s"]
+    jobs.close()
+
+
 # ------------------------------------------------------------------------------ real server (e2e)
 
 
