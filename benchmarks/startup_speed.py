@@ -6,9 +6,9 @@ child processes, interleaved (A, B, A, B, ...) so that a busy machine slows both
 (user + system) of each child is read from `resource.getrusage(RUSAGE_CHILDREN)`, which is steadier
 than wall time on a shared 2-core machine. Prints the medians and their ratio.
 
-For context it also times the same imports plus the part of typer that runs a command (typer 0.29
-imports click and pydantic's validators lazily, when it first parses a command line, so the bare
-`import typer` above does not pay for them): what any typer command costs before its own code runs.
+For context it also times the same imports plus the part of typer that runs a command (its vendored
+click core): what any typer command costs before its own code runs. Typer 0.29 added a pydantic
+TypeAdapter per option there (~125 ms a command), which is why pyproject pins typer 0.28.
 
     python benchmarks/startup_speed.py [--repeats 9]
 """
@@ -24,7 +24,7 @@ import sys
 
 BARE = [sys.executable, "-c", "import numpy, scipy, pydantic, typer, rich, yaml"]
 # typer's runtime as a command line meets it; `_adapters` is where typer 0.29 builds its pydantic
-# coercion (a typer without it imports what it has).
+# coercion (0.28, pinned, has none: the import is skipped).
 FRAMEWORK = [
     sys.executable,
     "-c",
@@ -72,7 +72,7 @@ def main() -> None:
     b, f, c = statistics.median(bare), statistics.median(framework), statistics.median(compare)
     print(f"bare import of the dependencies: median {b * 1e3:.0f} ms CPU over {args.repeats} runs")
     print(
-        f"  plus typer's command runtime (click, pydantic coercion): median {f * 1e3:.0f} ms ({f / b:.2f}x)"
+        f"  plus typer's command runtime: median {f * 1e3:.0f} ms ({f / b:.2f}x)"
     )
     print(f"silica compare (whole catalog, piped): median {c * 1e3:.0f} ms CPU")
     print(f"ratio: {c / b:.2f} (target <= 1.5)")

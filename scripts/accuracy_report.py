@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from silica.catalog import load_catalog
-from silica.perf.calibration import Calibration, FamilyParams, load_calibration
+from silica.perf.calibration import FITTED_PARAM_NAMES, Calibration, FamilyParams, load_calibration
 from silica.validate.benchmarks import bundled_files, read_benchmarks
 from silica.validate.fit import band_coverage, held_out_hits, leave_one_source_out
 from silica.validate.predict import predict_rows, prepare
@@ -261,11 +261,11 @@ def main() -> None:
         )
     lines += ["", "## Calibration used", "", f"`{shipped.generated_by}` ({shipped.as_of}).", ""]
     lines += [
-        "| family | " + " | ".join(FamilyParams.__slots__) + " | rows |",
-        "|---|" + "---:|" * (len(FamilyParams.__slots__) + 1),
+        "| family | " + " | ".join(FITTED_PARAM_NAMES) + " | rows |",
+        "|---|" + "---:|" * (len(FITTED_PARAM_NAMES) + 1),
     ]
     for family, p in sorted(shipped.params.items()):
-        values = " | ".join(f"{getattr(p, n):.4g}" for n in FamilyParams.__slots__)
+        values = " | ".join(f"{getattr(p, n):.4g}" for n in FITTED_PARAM_NAMES)
         lines.append(f"| {family} | {values} | {shipped.fitted_rows.get(family, 0)} |")
     lines += ["", *_stack_section(shipped), "", *_parameter_section(shipped)]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -393,16 +393,16 @@ def _stack_section(cal: Calibration) -> list[str]:
 
 def _parameter_section(cal: Calibration) -> list[str]:
     """Each fitted parameter's meaning, and a sentence for every one that rests on a bound."""
-    from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES
+    from silica.perf.calibration import PARAM_BOUNDS
 
     lines = ["## What each fitted parameter means", ""]
     lines += ["| parameter | bounds | physical meaning |", "|---|---|---|"]
-    for name in PARAM_NAMES:
+    for name in FITTED_PARAM_NAMES:
         lo, hi = PARAM_BOUNDS[name]
         lines.append(f"| `{name}` | {lo:g} - {hi:g} | {MEANING[name]} |")
     pinned, near = [], []
     for family, p in sorted(cal.params.items()):
-        for name in PARAM_NAMES:
+        for name in FITTED_PARAM_NAMES:
             value, (lo, hi) = getattr(p, name), PARAM_BOUNDS[name]
             side = "lower" if value <= lo * 1.02 else "upper" if value >= hi * 0.98 else None
             if side is not None:

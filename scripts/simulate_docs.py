@@ -190,12 +190,37 @@ def loopback_block() -> str:
     return str(simulate_validation.table_text(json.loads(simulate_validation.DATA.read_text())))
 
 
+def loopback_vllm_block() -> str:
+    """The loopback validation against vLLM's CPU build: the saved measurements of
+    `scripts/simulate_validation_vllm.py`, fitted and replayed in the simulator again."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation_vllm
+
+    return str(simulate_validation_vllm.table_text(json.loads(simulate_validation_vllm.DATA.read_text())))
+
+
+def loopback_vllm_first_block() -> str:
+    """The same for the first vLLM run (the one the front end's model was worked out on)."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation_vllm
+
+    return str(
+        simulate_validation_vllm.table_text(json.loads(simulate_validation_vllm.FIRST_RUN.read_text()))
+    )
+
+
 BLOCKS = {
     "simulate-rates": rates_block,
     "simulate-bursts": bursts_block,
     "simulate-slo": slo_block,
     "simulate-validation": validation_block,
     "simulate-loopback": loopback_block,
+    "simulate-loopback-vllm": loopback_vllm_block,
+    "simulate-loopback-vllm-first": loopback_vllm_first_block,
 }
 
 

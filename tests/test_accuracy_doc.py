@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from silica.perf.calibration import PARAM_NAMES, load_calibration
+from silica.perf.calibration import FITTED_PARAM_NAMES, load_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "accuracy.md").read_text()
@@ -39,7 +39,7 @@ def test_report_shows_the_shipped_calibration_and_band_coverage() -> None:
         row = re.search(rf"^\| {re.escape(family)} \| (.+) \| \d+ \|$", DOC, re.M)
         assert row, family
         quoted = [float(v) for v in row.group(1).split(" | ")]
-        expected = [getattr(params, n) for n in PARAM_NAMES]
+        expected = [getattr(params, n) for n in FITTED_PARAM_NAMES]
         assert quoted == pytest.approx(expected, rel=1e-3), family
     coverage = cal.extra["band_coverage"]
     assert f"| {coverage['out_of_sample']:.1%} |" in DOC

@@ -82,3 +82,17 @@ def test_history_summaries_say_what_a_record_holds() -> None:
     assert summarize("recommendation", {"verdict": "inferentia"}) == "inferentia"
     assert summarize("pilot", {"summary": "confirmed within 8%"}) == "confirmed within 8%"
     assert summarize("something-new", {"a": 1, "b": 2}) == "fields: a, b"
+
+
+@pytest.mark.parametrize("xdg", [None, "", "   ", "/tmp/xdg-config"])
+def test_config_dir_is_platformdirs_answer(xdg: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`paths.config_dir` writes out platformdirs' rule (to spare its import); they must agree."""
+    from platformdirs import user_config_dir
+
+    from silica.paths import config_dir
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    assert config_dir() == Path(user_config_dir("silica"))

@@ -185,3 +185,34 @@ def test_training_step_split_adds_up_to_the_step_time() -> None:
         assert phase.ms == pytest.approx(r.step_s * 1e3, rel=1e-12)
         assert sum(phase.parts_ms.values()) == pytest.approx(phase.ms, rel=1e-9)
         assert {"compute", "all_reduce", "pipeline", "bubble", "optimizer"} <= set(phase.parts_ms)
+
+
+def test_a_fixed_time_per_request_adds_to_served_ttft_only() -> None:
+    """`request_overhead_us` is paid once per served request before its first token: it adds exactly
+    to a continuous-batching TTFT, and not to a static batch's (what published tables time), TPOT,
+    throughput or memory. The shipped calibration has none (published rows do not identify it)."""
+    from dataclasses import replace
+
+    cal = load_calibration()
+    assert all(p.request_overhead_us == 0.0 for p in cal.params.values())
+    chip = load_catalog().chips["h100"]
+    base = cal.resolve(chip.family, "vllm").params
+    one = np.ones(1)
+    costs = ModelCosts.of(load_model("llama-3.1-8b"))
+    lay = Layout(tp=one, pp=one, batch=8 * one, static_shapes=np.zeros(1, dtype=bool))
+    req = Requests(input_len=512 * one, output_len=128 * one, seq_len=640 * one)
+
+    def perf(us: float, continuous: bool):  # type: ignore[no-untyped-def]
+        m = machine_arrays([(chip, None, replace(base, request_overhead_us=us))], "bf16")
+        return inference_perf(
+            costs, m, lay, req, widths(precision("bf16", "bf16"), 1), d_ff=14336.0, continuous=continuous
+        )
+
+    for continuous in (True, False):
+        without, with_ = perf(0.0, continuous), perf(4000.0, continuous)
+        added = 4e-3 if continuous else 0.0
+        assert with_.ttft_s[0] - without.ttft_s[0] == pytest.approx(added, abs=1e-12)
+        assert with_.ttft_floor_s[0] == without.ttft_floor_s[0]  # a floor holds no overhead
+        assert with_.tpot_s[0] == without.tpot_s[0]
+        assert with_.replica_output_tok_s[0] == without.replica_output_tok_s[0]
+        assert with_.kv_bytes[0] == without.kv_bytes[0]

@@ -55,9 +55,9 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
     explicit = env_value("SILICA_CONFIG", environ)
     if explicit:
         return Path(explicit).expanduser()
-    from platformdirs import user_config_dir
+    from silica.paths import config_dir
 
-    return Path(user_config_dir("silica")) / "config.toml"
+    return config_dir() / "config.toml"
 
 
 def load_settings() -> Settings:

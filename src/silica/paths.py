@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["data_dir"]
+__all__ = ["config_dir", "data_dir"]
 
 
 def data_dir() -> Path:
@@ -19,3 +19,19 @@ def data_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "silica"
+
+
+def config_dir() -> Path:
+    """The user's config directory for Silica, as platformdirs' `user_config_dir("silica")` gives it.
+
+    Written out for Linux and macOS (importing platformdirs costs ~7 ms, paid by every command that
+    reads the settings); Windows keeps platformdirs' own answer.
+    """
+    if sys.platform == "win32":
+        from platformdirs import user_config_dir
+
+        return Path(user_config_dir("silica"))
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "silica"
+    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return Path(xdg if xdg else Path.home() / ".config") / "silica"

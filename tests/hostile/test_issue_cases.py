@@ -79,7 +79,7 @@ CASES: list[tuple[str, list[str], dict[str, bytes], dict[str, str], str]] = [
         ["history", "--limit", "99999999999999999999999"],
         {},
         {},
-        "less than or equal to",
+        "1<=x<=100000",
     ),
     (
         "on-99999999999-instances",

@@ -11,12 +11,13 @@ import pytest
 from tests.pilot.conftest import run
 
 from silica.perf.calibration import load_calibration
-from silica.pilot.calibrate import fit_from_pilot
+from silica.pilot.calibrate import fit_from_pilot, write_overlay
 from silica.pilot.kit import estimate_step, make_kit
 
 
-def _result(input_len: int, ttft_x: float, tpot_x: float) -> dict[str, Any]:
-    """A pilot result on g6e.xlarge whose measurements are the prediction scaled by the factors given."""
+def _result(input_len: int, ttft_x: float, tpot_x: float, ttft_plus_ms: float = 0.0) -> dict[str, Any]:
+    """A pilot result on g6e.xlarge whose measurements are the prediction scaled by the factors given
+    (TTFT also shifted by `ttft_plus_ms`)."""
     kit = make_kit("llama-3.1-8b", "g6e.xlarge", input_len=input_len, output_len=64, concurrency=(1, 8))
     dep = kit.plan.deployed
     assert dep is not None
@@ -28,7 +29,7 @@ def _result(input_len: int, ttft_x: float, tpot_x: float) -> dict[str, Any]:
             {
                 "concurrency": c,
                 "completed": 8,
-                "ttft_ms": {"p50": e.ttft_ms * ttft_x},
+                "ttft_ms": {"p50": e.ttft_ms * ttft_x + ttft_plus_ms},
                 "tpot_ms": {"p50": e.tpot_ms * tpot_x},
             }
         )
@@ -51,6 +52,46 @@ def test_a_long_prompt_ttft_moves_compute() -> None:
     start = load_calibration().resolve(entry["family"], entry["engine"]).params.compute_eff_max
     assert entry["params"]["compute_eff_max"] < start  # slower prefill: less of the peak reached
     assert "TTFT changes" in entry["why"]["compute_eff_max"]
+
+
+def test_a_fixed_time_per_request_is_fitted_at_the_lightest_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every request's first token 6 ms late (a slow front end), decode as predicted.
+    entry = fit_from_pilot(_result(16, ttft_x=1.0, tpot_x=1.0, ttft_plus_ms=6.0), "test")
+    assert entry["shipped"]["request_overhead_us"] == 0.0  # the bundled default
+    assert entry["params"]["request_overhead_us"] == pytest.approx(6000.0, rel=0.02)
+    assert "at concurrency 1" in entry["why"]["request_overhead_us"]
+    assert "compute_eff_max" not in entry["params"]
+    # the estimate with the overlay adds it to TTFT, and to nothing else
+    overlay = tmp_path / "o.json"
+    write_overlay(entry, overlay)
+    args = ("estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--engine", "vllm", "--batch", "1", "--json")
+    code, before, err = run(*args)
+    assert code == 0, err
+    monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
+    code, after, err = run(*args)
+    assert code == 0, err
+    b, a = json.loads(before), json.loads(after)
+    assert a["ttft_ms"] - b["ttft_ms"] == pytest.approx(
+        entry["params"]["request_overhead_us"] / 1e3, rel=0.01
+    )
+    assert a["tpot_ms"] == pytest.approx(b["tpot_ms"], rel=0.01)
+    assert any("fixed per request" in n for n in a["assumptions"])
+
+
+def test_a_ttft_the_model_already_explains_leaves_the_request_time_unidentified() -> None:
+    entry = fit_from_pilot(_result(16, ttft_x=0.9, tpot_x=1.0), "test")
+    assert "request_overhead_us" not in entry["params"]
+    assert entry["why"]["request_overhead_us"].startswith("not identified")
+
+
+def test_a_request_time_is_not_fitted_where_compute_is_identified() -> None:
+    # 512-token prompts: TTFT depends on compute, and at one prompt length a fixed time per request
+    # and a prefill rate cannot be told apart; compute keeps the fit, as before the term existed.
+    entry = fit_from_pilot(_result(512, ttft_x=1.5, tpot_x=1.0), "test")
+    assert "compute_eff_max" in entry["params"] and "request_overhead_us" not in entry["params"]
+    assert "confounded with compute_eff_max" in entry["why"]["request_overhead_us"]
 
 
 def test_a_vllm_pilot_overlay_reaches_estimate_with_engine_vllm(

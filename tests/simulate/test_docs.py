@@ -26,7 +26,15 @@ def _quoted(mod: ModuleType, name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["simulate-rates", "simulate-bursts", "simulate-validation", "simulate-loopback"]
+    "name",
+    [
+        "simulate-rates",
+        "simulate-bursts",
+        "simulate-validation",
+        "simulate-loopback",
+        "simulate-loopback-vllm",
+        "simulate-loopback-vllm-first",
+    ],
 )
 def test_quoted_tables_match_the_script(name: str) -> None:
     mod = _script()

@@ -265,3 +265,61 @@ def test_swap_preemption_pays_the_copies_not_a_recompute() -> None:
         run("swap", 0.0)
     with pytest.raises(InputError, match="preemption mode"):
         run("drop")
+
+
+def test_a_fixed_time_per_request_delays_the_engine_not_its_steps() -> None:
+    """`request_s` (the calibration's `request_overhead_us`): the front end holds each request that
+    long before the engine sees it. TTFT and e2e grow by exactly that; the engine's queue, its time
+    between tokens and its steps do not; Little's law still holds; a closed-loop client waits it
+    out before each request reaches the engine."""
+    from dataclasses import replace
+
+    from silica.simulate.run import simulate_closed_loop
+
+    front = 0.05
+    reqs = synthetic(rate=2.0, n=2_000, input_len=100, output_len=11, seed=5)
+    plain = simulate(reqs, flat_table(0.2, 0.03))
+    slow = simulate(reqs, replace(flat_table(0.2, 0.03), request_s=front))
+    assert slow.ttft.p50 - plain.ttft.p50 == pytest.approx(1e3 * front)
+    assert slow.e2e.p99 - plain.e2e.p99 == pytest.approx(1e3 * front)
+    assert slow.queue.p99 == pytest.approx(plain.queue.p99)
+    assert slow.tbt.p50 == pytest.approx(plain.tbt.p50)
+    assert slow.little_l == pytest.approx(slow.little_lambda_w, rel=0.02)
+    one = simulate_closed_loop(
+        replace(flat_table(0.2, 0.02), request_s=front),
+        concurrency=1,
+        requests=20,
+        input_len=100,
+        output_len=51,
+    )
+    assert one.ttft.p99 == pytest.approx(250.0)
+    assert one.e2e.p50 == pytest.approx(250.0 + 50 * 20.0)
+    assert one.throughput_req_s == pytest.approx(1 / (0.25 + 50 * 0.02), rel=0.01)
+    many = simulate_closed_loop(
+        replace(flat_table(0.2, 0.02), request_s=front),
+        concurrency=8,
+        requests=400,
+        input_len=100,
+        output_len=51,
+    )
+    assert many.completed == 400 and many.little_l == pytest.approx(8.0, rel=0.02)
+
+
+def test_a_planned_replica_takes_the_calibrations_request_time() -> None:
+    """The tabulated replica carries the calibration's per-request time (none shipped), and an
+    unloaded request's simulated TTFT is its prefill plus that time."""
+    from dataclasses import replace
+
+    from silica.perf.calibration import load_calibration
+    from silica.simulate.deploy import plan_replica
+
+    cal = load_calibration()
+    wl = InferenceWorkload(input_len=128, output_len=16)
+    assert plan_replica("llama-3.1-8b", "g6e.xlarge", wl).table.request_s == 0.0
+    family = plan_replica("llama-3.1-8b", "g6e.xlarge", wl).target.chip.family
+    params = replace(cal.resolve(family).params, request_overhead_us=7000.0)
+    planned = plan_replica("llama-3.1-8b", "g6e.xlarge", wl, calibration=cal.with_params(family, params))
+    assert planned.table.request_s == pytest.approx(7e-3)
+    r = simulate(synthetic(rate=0.2, n=20, input_len=128, output_len=16, arrival="constant"), planned.table)
+    prefill_ms = 1e3 * planned.table.prefill_s(128.0)
+    assert r.ttft.p50 == pytest.approx(prefill_ms + 7.0, rel=1e-6)

@@ -21,6 +21,7 @@ from silica.perf.stacks import load_stacks
 
 __all__ = [
     "DEFAULT_PARAMS",
+    "FITTED_PARAM_NAMES",
     "INHERITANCE",
     "PARAM_BOUNDS",
     "Calibration",
@@ -33,7 +34,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class FamilyParams:
-    """How close a chip family gets to its datasheet, in nine physically meaningful numbers.
+    """How close a chip family gets to its datasheet, in ten physically meaningful numbers.
 
     compute_eff_max      fraction of dense peak a large matmul reaches
     compute_half_tokens  tokens per matmul (its M dimension) at which efficiency is half of that
@@ -56,6 +57,14 @@ class FamilyParams:
                          dropless dispatch waits for, permute and unpermute, one GEMM launch
                          per local expert. It does not shrink with the tokens, so small
                          micro-batches pay it most. 0 for a file written before it existed
+    request_overhead_us  a served request's fixed time outside the forward passes, paid once
+                         before its first token: the front end's HTTP handling and tokenisation,
+                         admitting the request to the scheduler, detokenising and streaming the
+                         first token. It adds to a served (continuous-batching) TTFT only. 0 in
+                         the shipped calibration: the published rows it is fitted on are static
+                         batches whose TTFT is the batch's prefill (`validate.predict`), which do
+                         not identify it, so `calibrate` leaves it out (`FITTED_PARAM_NAMES`);
+                         `calibrate --from-pilot` fits it where a pilot's TTFT identifies it
     """
 
     compute_eff_max: float
@@ -67,9 +76,12 @@ class FamilyParams:
     attention_eff: float
     sequence_overhead_us: float = 0.0
     moe_layer_overhead_us: float = 0.0
+    request_overhead_us: float = 0.0
 
 
 PARAM_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FamilyParams))
+# Parameters that published rows (static-batch tables) can identify: `calibrate` fits these only.
+FITTED_PARAM_NAMES: tuple[str, ...] = tuple(n for n in PARAM_NAMES if n != "request_overhead_us")
 
 # Physical bounds the fit may not leave: efficiencies are fractions, times are non-negative.
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
@@ -82,6 +94,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "attention_eff": (0.01, 1.0),
     "sequence_overhead_us": (0.01, 500.0),
     "moe_layer_overhead_us": (0.1, 5000.0),
+    "request_overhead_us": (0.0, 1e6),  # up to a second: a front end that slow is broken, not slow
 }
 
 # Before any fit: typical values (CUTLASS/cuBLAS GEMMs reach ~70-80% of peak; streams ~80% of HBM).
@@ -95,6 +108,7 @@ DEFAULT_PARAMS = FamilyParams(
     attention_eff=0.5,
     sequence_overhead_us=5.0,
     moe_layer_overhead_us=20.0,
+    request_overhead_us=0.0,  # not identified by published rows (see `FamilyParams`)
 )
 
 

@@ -79,7 +79,10 @@ def inference_perf(
     Static batching (`continuous=False`, how the published tables measure): TTFT is the prefill of
     the whole batch. Continuous batching (how a serving engine runs): a new request's prompt is
     prefilled on its own and joins the running batch, so its TTFT is one prompt's prefill plus the
-    decode step it waits for. Throughput is the same either way: every prompt is prefilled once.
+    decode step it waits for, plus the request's fixed time outside the forward passes (front end,
+    admission, streaming the first token: `request_overhead_us`, which does not occupy the engine's
+    steps and so leaves throughput alone). Throughput is the same either way: every prompt is
+    prefilled once.
     """
     static_shapes = lay.static_shapes
     input_len, output_len, seq_len = req.input_len, req.output_len, req.seq_len
@@ -102,7 +105,7 @@ def inference_perf(
     if continuous:
         one = replace(lay, batch=np.ones_like(lay.batch))
         alone = prefill_seconds(c, m, one, prompt, w)
-        ttft, ttft_floor = alone.seconds + tpot, alone.floor + decode.floor
+        ttft, ttft_floor = alone.seconds + tpot + m.cal.request_s, alone.floor + decode.floor
     else:
         ttft, ttft_floor = prefill.seconds, prefill.floor
     allocated = np.where(static_shapes, np.maximum(seq_len, input_len + output_len), input_len + output_len)

@@ -136,4 +136,8 @@ class TimeSplit:
 
 
 def _at(values: Array | float, i: int) -> float:
+    """Element `i` of a per-configuration array, or the scalar shared by all (called ~2,000 times a
+    compare: the ndarray test first, `np.ndim` only for other array-likes)."""
+    if isinstance(values, np.ndarray):
+        return float(values[i]) if values.ndim else float(values)
     return float(values) if np.ndim(values) == 0 else float(np.asarray(values)[i])

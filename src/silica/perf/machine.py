@@ -38,6 +38,7 @@ class Efficiency:
     attn_eff: Array
     seq_s: Array  # per sequence per forward step (serving engines; 0 in training)
     moe_layer_s: Array  # per mixture-of-experts layer per pass, beyond a dense layer's
+    request_s: Array  # per served request, once before its first token (front end, admission)
 
     def take(self, index: NDArray[np.intp]) -> Efficiency:
         return Efficiency(**{name: getattr(self, name)[index] for name in self.__slots__})
@@ -132,6 +133,7 @@ def efficiency(params: Sequence[FamilyParams]) -> Efficiency:
         attn_eff=col("attention_eff"),
         seq_s=col("sequence_overhead_us") * 1e-6,
         moe_layer_s=col("moe_layer_overhead_us") * 1e-6,
+        request_s=col("request_overhead_us") * 1e-6,
     )
 
 

@@ -10,7 +10,17 @@ and the prediction of the metric it is fitted to is compared at the measured ste
 moves less than `MIN_SENSITIVITY` (5 %) either way, the measurement cannot tell the parameter's
 value, and fitting it would only push it to whichever bound absorbs some other error (a short
 prompt's TTFT is weight streaming and per-layer time, not compute). The entry says, per parameter,
-whether it moved and why. Steps where the engine kept requests waiting (its own
+whether it moved and why.
+
+A served request also pays a fixed time outside the forward passes before its first token (the front
+end's HTTP handling and tokenisation, admission, streaming the token: `request_overhead_us`). It is
+an intercept, not a scale: doubling or halving it from zero says nothing, so its check runs at the
+value the TTFT at the lightest step suggests (what the model's prefill and decode step leave
+unexplained there); a residual too small to move TTFT 5 % leaves it unidentified. It is fitted at
+the lightest step only: at higher concurrency TTFT also holds the wait for the running step and the
+interference of prompts that arrive together, which the model does not predict and an intercept
+fitted there would absorb. At the one prompt length a pilot measures, a fixed time and a prefill rate
+cannot be told apart, so where `compute_eff_max` is identified the intercept is left alone. Steps where the engine kept requests waiting (its own
 `/metrics`, scraped during the step) are left out and named: their batch is not their concurrency and
 their TTFT is queue time. The overlay stores those parameters and where they came from, never the
 measured figures.
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,20 +129,33 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         trial = cal.with_params(dep.family, p)
         return _loss([(m, _predict(dep, plan, trial, c)[which]) for c, m in rows])
 
-    def sensitivity(name: str, which: int, rows: list[tuple[int, float]]) -> float:
+    def sensitivity(name: str, which: int, rows: list[tuple[int, float]], at: float | None = None) -> float:
         """Largest relative change of the predicted metric at the measured steps when `name` doubles
-        or halves (within its bounds)."""
-        base = [_predict(dep, plan, cal, c)[which] for c, _ in rows]
+        or halves (within its bounds), from its shipped value or from `at`."""
+        origin = start if at is None else replace(start, **{name: at})
+        base = [_predict(dep, plan, cal.with_params(dep.family, origin), c)[which] for c, _ in rows]
         worst = 0.0
         for f in (2.0, 0.5):
-            trial = cal.with_params(dep.family, moved(start, **{name: f}))
+            trial = cal.with_params(dep.family, moved(origin, **{name: f}))
             for (c, _), b0 in zip(rows, base, strict=True):
                 b1 = _predict(dep, plan, trial, c)[which]
                 if b0 and b1:
                     worst = max(worst, abs(b1 / b0 - 1))
         return worst
 
-    metric_of = {"memory_eff": (1, tpot), "layer_overhead_us": (1, tpot), "compute_eff_max": (0, ttft)}
+    def unexplained_us(p: FamilyParams, rows: list[tuple[int, float]]) -> float:
+        """Median TTFT (µs, at least 0) the model without a per-request time leaves unexplained."""
+        trial = cal.with_params(dep.family, replace(p, request_overhead_us=0.0))
+        gaps = [m - (_predict(dep, plan, trial, c)[0] or math.inf) for c, m in rows]
+        return max(statistics.median(gaps), 0.0) * 1e3
+
+    lightest = [(c, m) for c, m in ttft if c == min(c for c, _ in ttft)]
+    metric_of = {
+        "memory_eff": (1, tpot),
+        "layer_overhead_us": (1, tpot),
+        "compute_eff_max": (0, ttft),
+        "request_overhead_us": (0, lightest),
+    }
     why: dict[str, str] = {}
     free: set[str] = set()
     for name, (which, rows) in metric_of.items():
@@ -139,15 +163,29 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         if not rows:
             why[name] = f"not fitted: no {label} measured"
             continue
-        sens = sensitivity(name, which, rows)
+        at = None
+        where = ""
+        if name == "request_overhead_us":  # an intercept: checked at the value the lightest step suggests
+            at = max(start.request_overhead_us, unexplained_us(start, rows))
+            where = (
+                f" from {at / 1e3:.3g} ms (the TTFT at concurrency {rows[0][0]} that the shipped parameters"
+                " leave unexplained)"
+            )
+        sens = sensitivity(name, which, rows, at)
         if sens < MIN_SENSITIVITY:
             why[name] = (
                 f"not identified: the predicted {label} at the measured steps changes {sens:.1%} when it "
-                f"doubles or halves (under {MIN_SENSITIVITY:.0%}); left at the shipped value"
+                f"doubles or halves{where} (under {MIN_SENSITIVITY:.0%}); left at the shipped value"
             )
         else:
             free.add(name)
-            why[name] = f"{label} changes up to {sens:.0%} when it doubles or halves"
+            why[name] = f"{label} changes up to {sens:.0%} when it doubles or halves{where}"
+    if {"compute_eff_max", "request_overhead_us"} <= free:
+        free.discard("request_overhead_us")
+        why["request_overhead_us"] += (
+            "; but confounded with compute_eff_max: at the pilot's one prompt length a fixed time per "
+            "request and a prefill rate cannot be told apart; left at the shipped value"
+        )
 
     best = start
     if tpot and free & {"memory_eff", "layer_overhead_us"}:
@@ -163,11 +201,9 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
     if ttft and "compute_eff_max" in free:  # slower prefill: less of the peak compute reached
         best = min((moved(best, compute_eff_max=1 / f) for f in _WIDE), key=lambda p: loss(p, 0, ttft))
-    changed = {
-        k: round(getattr(best, k), 6)
-        for k in ("memory_eff", "layer_overhead_us", "compute_eff_max")
-        if getattr(best, k) != getattr(start, k)
-    }
+    if "request_overhead_us" in free:  # what the fitted prefill and decode step leave at the lightest step
+        best = replace(best, request_overhead_us=_clip("request_overhead_us", unexplained_us(best, lightest)))
+    changed = {k: round(getattr(best, k), 6) for k in metric_of if getattr(best, k) != getattr(start, k)}
     at_bound = sorted(k for k, v in changed.items() if v in PARAM_BOUNDS[k])
     for k in free - set(changed):
         why[k] += "; the fit kept the shipped value"

@@ -272,6 +272,11 @@ def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
         f"{weights}, matmuls at {prec.flops_dtype} peak, KV cache {prec.kv_bytes:g} B/value",
         (
             "continuous batching: a request's TTFT is its own prefill plus one decode step"
+            + (
+                f" plus {target.params.request_overhead_us / 1e3:.3g} ms fixed per request (front end, calibration)"
+                if target.params.request_overhead_us > 0
+                else ""
+            )
             if wl.batching == "continuous"
             else "static batch: TTFT is the prefill of the whole batch"
         ),

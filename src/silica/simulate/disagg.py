@@ -96,13 +96,15 @@ def simulate_disaggregated(
     n = len(requests)
     first = Records(requests.arrival, requests.prompt, np.ones(n))
     p_engines = [Replica(i, prefill, p_set, first) for i in range(prefill_replicas * prefill.pipeline)]
-    drive(p_engines, requests.arrival.tolist(), range(n), balancer)
+    # The front end holds each request `request_s` before a prefill replica sees it.
+    drive(p_engines, (requests.arrival + prefill.request_s).tolist(), range(n), balancer)
     seconds, transfer = kv_transfer(prefill, requests.prompt, requests.rate, decode_instances)
     ready = first.array(first.finish) + seconds
     rec = Records(requests.arrival, requests.prompt, requests.output)
     rec.first_token = list(first.first_token)
     rec.scheduled = list(first.scheduled)
-    rec.in_system_s = first.in_system_s
+    rec.in_system_s = first.in_system_s + prefill.request_s * n
+    rec.front_s = prefill.request_s
     done = np.isfinite(ready)
     order = np.flatnonzero(done)[np.argsort(ready[done], kind="stable")]
     d_engines = [

@@ -84,6 +84,7 @@ class Records:
         self.gap_s: list[float] = []  # time between tokens: value ...
         self.gap_n: list[float] = []  # ... and how many tokens saw it
         self.in_system_s = 0.0  # integral over time of the requests in the engines (Little's law)
+        self.front_s = 0.0  # each request's fixed time before the engine sees it (`StepTable.request_s`)
 
     @staticmethod
     def array(values: list[float] | list[int]) -> Array:

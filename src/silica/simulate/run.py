@@ -141,7 +141,7 @@ def per_request_rows(rec: Records) -> list[dict[str, float | int]]:
     """One row per request: arrival, lengths, replica and its latencies (ms; nan if unfinished)."""
     ttft = (rec.array(rec.first_token) - rec.arrival) * 1e3
     e2e = (rec.array(rec.finish) - rec.arrival) * 1e3
-    queue = (rec.array(rec.scheduled) - rec.arrival) * 1e3
+    queue = (rec.array(rec.scheduled) - rec.arrival - rec.front_s) * 1e3
     return [
         {
             "request": i,
@@ -182,7 +182,10 @@ def simulate(
         )
     rec = Records(requests.arrival, requests.prompt, requests.output)
     engines = [Replica(i, table, settings, rec) for i in range(replicas * table.pipeline)]
-    drive(engines, requests.arrival.tolist(), range(len(requests)), balancer)
+    # The front end holds each request `request_s` before the engine sees it (a constant shift).
+    rec.front_s = table.request_s
+    drive(engines, (requests.arrival + table.request_s).tolist(), range(len(requests)), balancer)
+    rec.in_system_s += table.request_s * len(requests)
     return summarise(requests, table, engines, rec, replicas, settings, ttft_slo_ms, tbt_slo_ms)
 
 
@@ -241,20 +244,28 @@ def simulate_closed_loop(
     arrival = np.zeros(requests)
     rec = Records(arrival, np.full(requests, float(input_len)), np.full(requests, float(output_len)))
     engine = Replica(0, table, settings, rec)
-    for r in range(concurrency):
-        engine.add(r, 0.0)
+    # The front end holds each request `request_s` before the engine sees it: a client's next request
+    # reaches the engine that long after its previous answer ended (sorted: the delay is constant).
+    rec.front_s = front = table.request_s
+    pending = [(front, r) for r in range(concurrency)]  # (when the engine sees it, request)
     issued, seen = concurrency, 0
     while engine.done < requests:
+        while pending and (
+            pending[0][0] <= engine.t or not (engine.running or engine.prefilling or engine.waiting)
+        ):
+            ta, r = pending.pop(0)
+            engine.add(r, ta)  # an idle engine waits for it
+        if not (engine.running or engine.prefilling or engine.waiting):
+            break  # nothing left the engine can run (a request larger than the KV cache)
         engine.run(engine.t + 1e-9)  # one step, or one run of decode steps up to the next finish
         while seen < len(engine.finished):
             t = rec.finish[engine.finished[seen]]
             seen += 1
             if issued < requests:
                 arrival[issued] = t
-                engine.add(issued, t)
+                pending.append((t + front, issued))
                 issued += 1
-        if engine.done < requests and not (engine.running or engine.prefilling or engine.waiting):
-            break  # nothing left the engine can run (a request larger than the KV cache)
+    rec.in_system_s += front * issued
     traffic = Requests(
         arrival,
         rec.prompt,
@@ -366,7 +377,7 @@ def summarise(
         ttft=Percentiles.of(ttft),
         tbt=Percentiles.of(gaps, weights) if gaps.size else Percentiles.of(np.full(1, np.nan)),
         e2e=Percentiles.of(e2e),
-        queue=Percentiles.of(rec.array(rec.scheduled) - rec.arrival),
+        queue=Percentiles.of(rec.array(rec.scheduled) - rec.arrival - rec.front_s),
         tpot=Percentiles.of(tpot),
         request_rate=requests.rate,
         throughput_req_s=n_done / span,

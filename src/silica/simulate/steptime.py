@@ -44,6 +44,9 @@ class StepTable:
     replica holds (90% of the memory weights and activations leave free, the engines' default share).
     `kv_bytes_per_token` is one token's whole KV cache (all layers, all heads), what a disaggregated
     deployment ships from a prefill to a decode replica. `pipeline` is the stages per replica.
+    `request_s` is a request's fixed time outside the engine's steps (the front end's HTTP handling
+    and tokenisation, `request_overhead_us` of the calibration): it delays when the engine sees the
+    request, adds to TTFT and end-to-end latency, and takes no step time.
     """
 
     label: str
@@ -59,6 +62,7 @@ class StepTable:
     link_latency_s: float
     link_efficiency: float  # achieved share of link bandwidth (the family's collective efficiency)
     pipeline: int = 1
+    request_s: float = 0.0
 
     def prefill_s(self, tokens: float) -> float:
         """One forward pass over `tokens` new tokens (linear interpolation, linear extrapolation)."""
@@ -110,7 +114,8 @@ class StepTable:
         grows along its last segment (flat with one point). Decode time is taken as independent of
         context: the measurements are made at the context the load runs at. `max_num_seqs` is what the
         server runs at once (1 for a server that serialises requests); by default the largest
-        measured batch. No network figures: a fitted table serves aggregated simulation only.
+        measured batch. No network figures: a fitted table serves aggregated simulation only. No
+        `request_s`: a measured time to first token already holds the request's fixed time.
         """
         pre = sorted((float(t), float(s)) for t, s in prefill)
         dec = sorted((int(b), float(s)) for b, s in decode)
@@ -252,6 +257,7 @@ def step_table(
         link_latency_s=float(base.cal.coll_s[0]),
         link_efficiency=float(base.cal.coll_bw_eff[0]),
         pipeline=pp,
+        request_s=float(base.cal.request_s[0]),
     )
 
 

@@ -21,9 +21,9 @@ from silica.catalog.schema import Catalog
 from silica.errors import SilicaError
 from silica.perf.calibration import (
     DEFAULT_PARAMS,
+    FITTED_PARAM_NAMES,
     INHERITANCE,
     PARAM_BOUNDS,
-    PARAM_NAMES,
     Calibration,
     FamilyParams,
 )
@@ -61,17 +61,19 @@ N_STARTS = 6
 
 
 def _to_x(p: FamilyParams) -> Array:
-    return np.asarray([math.log(getattr(p, n)) if n in _LOG else getattr(p, n) for n in PARAM_NAMES])
+    return np.asarray([math.log(getattr(p, n)) if n in _LOG else getattr(p, n) for n in FITTED_PARAM_NAMES])
 
 
 def _from_x(x: Array) -> FamilyParams:
-    values = {n: float(math.exp(v)) if n in _LOG else float(v) for n, v in zip(PARAM_NAMES, x, strict=True)}
+    values = {
+        n: float(math.exp(v)) if n in _LOG else float(v) for n, v in zip(FITTED_PARAM_NAMES, x, strict=True)
+    }
     return FamilyParams(**values)
 
 
 def _bounds() -> tuple[Array, Array]:
-    lo = [math.log(PARAM_BOUNDS[n][0]) if n in _LOG else PARAM_BOUNDS[n][0] for n in PARAM_NAMES]
-    hi = [math.log(PARAM_BOUNDS[n][1]) if n in _LOG else PARAM_BOUNDS[n][1] for n in PARAM_NAMES]
+    lo = [math.log(PARAM_BOUNDS[n][0]) if n in _LOG else PARAM_BOUNDS[n][0] for n in FITTED_PARAM_NAMES]
+    hi = [math.log(PARAM_BOUNDS[n][1]) if n in _LOG else PARAM_BOUNDS[n][1] for n in FITTED_PARAM_NAMES]
     return np.asarray(lo), np.asarray(hi)
 
 
