@@ -161,8 +161,11 @@ def test_monitor_time_errors_say_different_things(sandbox: Sandbox) -> None:
 
 
 def test_the_shipped_calibration_is_inside_the_declared_ranges() -> None:
-    from silica.perf.calibration import load_calibration
+    from silica.limits import QUANTITIES
+    from silica.perf.calibration import PARAM_KINDS, PARAM_NAMES, load_calibration
 
+    assert set(PARAM_KINDS) == set(PARAM_NAMES)  # a new parameter gets its declared range too
+    assert set(PARAM_KINDS.values()) <= set(QUANTITIES)
     assert load_calibration(None).params  # the bundled file passes the same check a user's does
 
 

@@ -304,6 +304,7 @@ PARAM_KINDS: dict[str, str] = {
     "attention_eff": "efficiency",
     "sequence_overhead_us": "overhead_us",
     "moe_layer_overhead_us": "overhead_us",
+    "request_overhead_us": "overhead_us",
 }
 
 
