@@ -78,14 +78,18 @@ def test_every_post_form_on_every_page_carries_a_token(tmp_path: Path, tokens: t
 def test_a_form_post_without_its_token_is_refused_and_with_it_passes(
     tmp_path: Path, tokens: tuple[str, ...]
 ) -> None:
-    with _client(tmp_path, tokens=tokens) as c, _client(tmp_path, tokens=tokens) as other:
+    from starlette.testclient import TestClient
+
+    with _client(tmp_path, tokens=tokens) as c, TestClient(c.app, base_url="http://127.0.0.1:8000") as other:
         if tokens:
             c.cookies.set("silica_token", TOKEN)
             other.cookies.set("silica_token", TOKEN)
         token = _token_of(c, "/advise")
         bare = c.post("/advise", files=_advise_files(), follow_redirects=False)
         assert bare.status_code == 403 and "form token" in bare.json()["detail"]
-        # Another browser's token (a page the attacker loaded itself) does not fit this cookie.
+        # Another browser's token for the same server (a page the attacker loaded itself) does not
+        # fit this browser's cookie.
+        assert _token_of(other, "/advise") != token  # the other browser has a cookie of its own
         stolen = other.post(
             "/advise", files=_advise_files(), data={"csrf_token": token}, follow_redirects=False
         )
