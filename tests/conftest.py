@@ -42,6 +42,8 @@ SLOW_FILES = frozenset(
         "tests/hostile/test_bad_files.py",
         "tests/hostile/test_bad_args.py",
         "tests/hostile/test_layers.py",
+        "tests/hostile/test_server.py",  # its real-server tests are marked e2e as well
+        "tests/hostile/test_ranges.py",
     }
 )
 

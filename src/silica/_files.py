@@ -35,7 +35,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -54,6 +54,8 @@ __all__ = [
     "check_path",
     "check_rows",
     "csv_text",
+    "env_number",
+    "env_value",
     "file_kind",
     "json_decoder",
     "max_file_bytes",
@@ -77,19 +79,49 @@ _CHUNK = 1 << 20
 
 def max_file_bytes() -> int:
     """The size limit for a user's text file: `SILICA_MAX_FILE_MB` megabytes, else 64 MB."""
-    raw = os.environ.get(ENV_MAX_FILE_MB, "").strip()
-    if raw:
-        try:
-            mb = float(raw)
-        except ValueError:
-            mb = -1.0
-        if not (0 < mb <= 1_000_000):
-            raise InputError(
-                f"{ENV_MAX_FILE_MB}={raw[:40]!r} is not a size in megabytes.",
-                f"set {ENV_MAX_FILE_MB} to a number such as 256, or unset it.",
-            )
-        return int(mb * 1_000_000)
-    return DEFAULT_MAX_FILE_MB * 1_000_000
+    mb = env_number(ENV_MAX_FILE_MB, "file_mb")
+    return int((mb if mb is not None else DEFAULT_MAX_FILE_MB) * 1_000_000)
+
+
+MAX_ENV_CHARS = 4096  # a path (PATH_MAX), a URL or a token list; an environment value is never a file
+
+
+def env_value(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """An environment value as the reading layer admits it: stripped, None when unset or blank,
+    refused in one line naming the variable when over `MAX_ENV_CHARS` or holding control characters
+    (a value pasted with a newline would otherwise reach a file name, a URL or a query)."""
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None or not raw.strip():
+        return None
+    value = raw.strip()
+    if len(value) > MAX_ENV_CHARS:
+        raise InputError(
+            f"{name} is {len(value):,} characters long, over the {MAX_ENV_CHARS:,} an environment "
+            "value may have.",
+            f"set {name} to a shorter value (a path, a URL or a name), or unset it.",
+        )
+    if not value.isprintable():
+        raise InputError(
+            f"{name} holds control characters (a newline or a tab?): {value[:40]!r}.",
+            f"set {name} on one line, or unset it.",
+        )
+    return value
+
+
+def env_number(name: str, kind: str, environ: Mapping[str, str] | None = None) -> float | None:
+    """A numeric environment value in its declared range (`silica.limits`), or None when unset."""
+    from silica.limits import check
+
+    value = env_value(name, environ)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(
+            f"{name}={value[:40]!r} is not a number.", f"set {name} to a number, or unset it."
+        ) from None
+    return check(kind, number, name)
 
 
 def _shown(path: Path | str) -> str:
@@ -270,14 +302,12 @@ def check_columns(path: Path | str, header: Iterable[str]) -> None:
 
 def max_rows() -> int:
     """The row limit for a user's CSV: `SILICA_MAX_ROWS`, else 100,000."""
-    raw = os.environ.get(ENV_MAX_ROWS, "").strip()
-    if not raw:
+    rows = env_number(ENV_MAX_ROWS, "rows")
+    if rows is None:
         return DEFAULT_MAX_ROWS
-    if not raw.isdigit() or len(raw) > 12 or int(raw) < 1:
-        raise InputError(
-            f"{ENV_MAX_ROWS}={raw[:40]!r} is not a row count.", f"set {ENV_MAX_ROWS} to e.g. 500000."
-        )
-    return int(raw)
+    if rows != int(rows):
+        raise InputError(f"{ENV_MAX_ROWS}={rows:g} is not a whole number of rows.", "set e.g. 500000.")
+    return int(rows)
 
 
 def check_rows(path: Path | str, count: int) -> None:
@@ -292,7 +322,8 @@ def check_rows(path: Path | str, count: int) -> None:
 
 def json_decoder(path: Path | str) -> json.JSONDecoder:
     """A decoder that refuses, each as one `DataFileError` line naming `path`: NaN/Infinity, floats
-    that overflow to infinity and integers longer than `MAX_INT_DIGITS` digits (Python's own limit,
+    that overflow to infinity, a key given twice in one object, and integers longer than
+    `MAX_INT_DIGITS` digits (Python's own limit,
     4,300 digits, is a ValueError from deep inside `int()`). Nesting is the caller's to check."""
 
     def refuse(name: str) -> Any:
@@ -317,7 +348,20 @@ def json_decoder(path: Path | str) -> json.JSONDecoder:
             )
         return value
 
-    return json.JSONDecoder(parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float)
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # Last-wins would hide a pasted line or a merge gone wrong; as for CSV columns and YAML keys.
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise DataFileError(
+                    f"{_shown(path)}: the key {key[:60]!r} appears twice in one object.", "keep one of them."
+                )
+            out[key] = value
+        return out
+
+    return json.JSONDecoder(
+        parse_constant=refuse, parse_int=bounded_int, parse_float=finite_float, object_pairs_hook=unique
+    )
 
 
 def parse_json(text: str | bytes, path: Path | str, what: str = "a JSON file") -> Any:

@@ -15,13 +15,13 @@ config.toml:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from silica._files import env_value
 from silica.errors import DataFileError, InputError
 
 __all__ = ["Setting", "Settings", "check_settings", "config_path", "load_settings", "read_config"]
@@ -52,7 +52,7 @@ class Settings:
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
     """The config file Silica reads (it need not exist)."""
-    explicit = (os.environ if environ is None else environ).get("SILICA_CONFIG")
+    explicit = env_value("SILICA_CONFIG", environ)
     if explicit:
         return Path(explicit).expanduser()
     from silica.paths import config_dir
@@ -66,9 +66,9 @@ def load_settings() -> Settings:
     from_file = read_config(path) if path.is_file() else {}
     out: dict[str, Setting] = {}
     for key, env in _KEYS.items():
-        value = os.environ.get(env)
-        if value is not None and value.strip():
-            out[key] = Setting(value.strip(), f"environment {env}")
+        value = env_value(env)
+        if value is not None:
+            out[key] = Setting(value, f"environment {env}")
         elif key in from_file:
             out[key] = Setting(from_file[key], f"config {path}")
         else:

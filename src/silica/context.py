@@ -71,9 +71,11 @@ def _pick(
 ) -> Effective:
     if flag_value is not None:
         return Effective(str(flag_value), _given(given_as, name, flag_name))
-    raw = env.get(env_name)
-    if raw is not None and raw.strip():
-        return Effective(raw.strip(), f"environment {env_name}")
+    from silica._files import env_value
+
+    raw = env_value(env_name, env)
+    if raw is not None:
+        return Effective(raw, f"environment {env_name}")
     if file_value is not None:
         return Effective(str(file_value), f"config {cfg}")
     return Effective(None, "default")
@@ -163,12 +165,14 @@ def plan_context(
     else:
         cal = load_calibration()
         settings["calibration"] = Effective(None, "default")
+        from silica._files import env_value
+
         overlay = overlay_path(env) if use_settings else None
         if overlay is not None and overlay.is_file():
             cal = with_user_overlay(cal, overlay)
             origin = (
                 "environment SILICA_CALIBRATION_OVERLAY"
-                if env.get("SILICA_CALIBRATION_OVERLAY")
+                if env_value("SILICA_CALIBRATION_OVERLAY", env)
                 else "default location"
             )
             settings["calibration_overlay"] = Effective(str(overlay), origin)

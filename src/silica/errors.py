@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "DataFileError",
+    "ImplausibleResultError",
     "InfeasibleError",
     "InputError",
     "SilicaError",
@@ -73,3 +74,8 @@ class DataFileError(InputError):
 
 class InfeasibleError(SilicaError):
     """The request is well formed but nothing can serve it (for example an SLO no chip meets)."""
+
+
+class ImplausibleResultError(SilicaError):
+    """A result outside what is physically possible (a negative time, an MFU over 100%): never
+    printed, because such a figure comes from an input that slipped past its range, or a bug."""

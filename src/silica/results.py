@@ -14,6 +14,7 @@ __all__ = [
     "PhaseTime",
     "PriceUsed",
     "TrainingEstimate",
+    "sanity_problem",
 ]
 
 
@@ -139,6 +140,25 @@ class EstimateBase:
     settings: dict[str, dict[str, str | None]] = field(default_factory=dict)
     energy: EnergyUse | None = None  # power, joules per token, tokens per MW, carbon (`plan.energy`)
 
+    # Each figure a result may hold, and the range (limits.RESULT_RANGES) it must lie in.
+    SANE: ClassVar[dict[str, str]] = {
+        "usd_per_hour": "usd",
+        "breakeven_usd_per_hour": "usd",
+        "usd_per_month": "usd",
+    }
+
+    def __post_init__(self) -> None:
+        """Every estimate is checked before anyone can print it (see `sanity_problem`)."""
+        problem = sanity_problem(self)
+        if problem is not None:
+            from silica.errors import ImplausibleResultError
+
+            raise ImplausibleResultError(
+                f"The estimate for {self.model} on {self.instance} came out implausible: {problem}.",
+                "check the numbers given to it (calibration file, prices, systems file, --set); if they "
+                "are sound this is a bug: please report it with the command.",
+            )
+
     @property
     def task(self) -> str:
         return self.TASK
@@ -172,6 +192,16 @@ class InferenceEstimate(EstimateBase):
         "usd_per_1m_output_tokens",
     )
 
+    SANE: ClassVar[dict[str, str]] = {
+        **EstimateBase.SANE,
+        "ttft_ms": "time_ms",
+        "tpot_ms": "time_ms",
+        "output_tokens_per_s": "rate",
+        "input_tokens_per_s": "rate",
+        "usd_per_1m_output_tokens": "usd",
+        "usd_per_1m_input_tokens": "usd",
+    }
+
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     output_tokens_per_s: float | None = None  # whole deployment
@@ -188,11 +218,50 @@ class TrainingEstimate(EstimateBase):
     TASK: ClassVar[str] = "training"
     BANDED: ClassVar[tuple[str, ...]] = ("tokens_per_s_per_chip", "train_days", "usd_per_run")
 
+    SANE: ClassVar[dict[str, str]] = {
+        **EstimateBase.SANE,
+        "step_s": "step_s",
+        "tokens_per_s_per_chip": "rate",
+        "mfu": "fraction",
+        "train_days": "days",
+        "usd_per_run": "usd",
+    }
+
     step_s: float | None = None
     tokens_per_s_per_chip: float | None = None
     mfu: float | None = None
     train_days: float | None = None
     usd_per_run: float | None = None
+
+
+def sanity_problem(est: EstimateBase) -> str | None:
+    """What is physically impossible about an estimate (`name = value`, and why), or None.
+
+    Checked: each headline figure of its kind, each band's ends, each phase time and memory figure.
+    None (unknown, or infeasible) is never a problem; a number must be finite and in its range."""
+    import math
+
+    from silica.limits import RESULT_RANGES
+
+    def bad(name: str, value: float | None, kind: str) -> str | None:
+        if value is None:
+            return None
+        q = RESULT_RANGES[kind]
+        if isinstance(value, int | float) and q.contains(float(value)):
+            return None
+        shown = f"{value:.4g}" if isinstance(value, int | float) and math.isfinite(value) else repr(value)
+        return f"{name} = {shown} ({q.reason})"
+
+    figures: list[tuple[str, float | None, str]] = [(n, getattr(est, n), k) for n, k in est.SANE.items()]
+    figures += [(f"{n} band", end, est.SANE.get(n, "usd" if "usd" in n else "rate"))
+                for n, b in est.bands.items() for end in (b.low, b.high)]  # fmt: skip
+    figures += [(f"{t.phase} time_ms", t.ms, "time_ms") for t in est.time if t.ms]
+    figures += [(f"memory {n}", v, "gib") for n, v in est.memory_gib.items()]
+    for name, value, kind in figures:
+        problem = bad(name, value, kind)
+        if problem is not None:
+            return problem
+    return None
 
 
 # What `estimate` and `compare` return, for callers that handle both questions.

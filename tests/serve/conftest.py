@@ -37,13 +37,17 @@ def free_port() -> int:
 
 @contextmanager
 def running(settings: ServeSettings) -> Iterator[str]:
-    """Start uvicorn with the app for `settings`; yield its base URL; stop it."""
+    """Start uvicorn with the app for `settings`, configured as `silica serve` runs it; yield its base
+    URL; stop it."""
+    from dataclasses import replace
+
     import uvicorn
 
+    from silica.serve.server import uvicorn_config
+
     port = free_port()
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="error", lifespan="on"
-    )
+    settings = replace(settings, host="127.0.0.1", port=port)
+    config = uvicorn_config(create_app(settings), settings, log_level="error", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -57,6 +61,16 @@ def running(settings: ServeSettings) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def form_token(client: Any, page: str) -> dict[str, str]:
+    """The hidden form token of `page`'s post form, as a browser would submit it (the client keeps
+    the page's cookie)."""
+    import re
+
+    found = re.search(r'name="csrf_token" value="([0-9a-f]+)"', client.get(page).text)
+    assert found, f"{page} has no post form with a token"
+    return {"csrf_token": found.group(1)}
 
 
 def pg_url_or_fail() -> str:

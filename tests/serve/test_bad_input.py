@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.serve.conftest import EXAMPLES, running
+from tests.serve.conftest import EXAMPLES, form_token, running
 from typer.testing import CliRunner
 
 from silica.errors import InputError
@@ -183,9 +183,11 @@ def test_missing_and_wrong_token(tmp_path: Path) -> None:
         assert ok.status_code == 200
         page = c.get("/compare")
         assert page.status_code == 303 and page.headers["location"].startswith("/login")
-        bad_login = c.post("/login", data={"token": "nope", "next": "/compare"})
+        unsigned = c.post("/login", data={"token": TOKEN, "next": "/compare"})
+        assert unsigned.status_code == 403  # no form token: a login forced by another site's page
+        bad_login = c.post("/login", data={"token": "nope", "next": "/compare", **form_token(c, "/login")})
         assert bad_login.status_code == 401
-        login = c.post("/login", data={"token": TOKEN, "next": "//evil.example/"})
+        login = c.post("/login", data={"token": TOKEN, "next": "//evil.example/", **form_token(c, "/login")})
         assert login.status_code == 303 and login.headers["location"] == "/"
         assert "httponly" in login.headers["set-cookie"].lower()
         c.cookies.set("silica_token", TOKEN)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.serve.conftest import EXAMPLES
+from tests.serve.conftest import EXAMPLES, form_token
 
 from silica import api
 from silica.serve import ServeSettings, create_app
@@ -139,7 +139,9 @@ def test_compare_csv_is_the_ranking(client: Any) -> None:
 def test_advise_redirects_and_history_pages(client: Any) -> None:
     files = [("inventory", ("inventory.yaml", (EXAMPLES / "inventory.yaml").read_bytes())),
              ("scans", ("ranker.scan.json", (EXAMPLES / "scans" / "ranker.scan.json").read_bytes()))]  # fmt: skip
-    posted = client.post("/advise", files=files, headers=HTML, follow_redirects=False)
+    posted = client.post(
+        "/advise", files=files, data=form_token(client, "/advise"), headers=HTML, follow_redirects=False
+    )
     assert posted.status_code == 303 and posted.headers["location"].startswith("/advise/result/")
     count = len(client.get("/api/v1/history?limit=1000").json()["records"])
     for _ in range(2):  # reloading the result page stores nothing
@@ -166,5 +168,7 @@ def test_inventory_over_one_mib_uploads_as_a_file(client: Any, tmp_path: Path) -
     big = base + ("# " + "x" * 98 + "\n") * 19_000  # about 1.9 MiB, under the 2 MiB upload limit
     files = [("inventory", ("big.yaml", big.encode())),
              ("scans", ("ranker.scan.json", (EXAMPLES / "scans" / "ranker.scan.json").read_bytes()))]  # fmt: skip
-    posted = client.post("/advise", files=files, headers=HTML, follow_redirects=False)
+    posted = client.post(
+        "/advise", files=files, data=form_token(client, "/advise"), headers=HTML, follow_redirects=False
+    )
     assert posted.status_code == 303, posted.text[:500]

@@ -127,7 +127,10 @@ def resolve_on(catalog: Catalog, text: str) -> Placement:
     if match and match.group(1) in catalog.instances:
         return Placement(catalog, match.group(1), _count(match.group(2), text), None)
     if match and match.group(1) in catalog.chips:
+        from silica.limits import check
+
         chip_id, chips = match.group(1), _count(match.group(2), text)
+        check("chips", chips, f"the chip count in {text[:60]}")
         found = chip_system(catalog, chip_id, chips)
         if found is None:
             instances = sorted(i.id for i in catalog.instances.values() if i.chip == chip_id)
@@ -207,6 +210,12 @@ def _system(
         raise doc.error(
             (*where, "chips"), f"{chips!r} is not a whole number of chips.", "give an integer >= 1."
         )
+    from silica.limits import check
+
+    try:  # 10^12 chips would make every layout search run for hours
+        check("chips", chips, "chips")
+    except InputError as err:
+        raise doc.error((*where, "chips"), err.problem, err.fix or "") from None
     numbers = {
         k: _positive(doc, (*where, k), raw[k])
         for k in ("link_gb_per_s", "network_gbps", "usd_per_hour")

@@ -31,8 +31,8 @@ ENV_LOG_DIR = "SILICA_LOG_DIR"
 
 def crash_log_dir() -> Path:
     """`SILICA_LOG_DIR`, else the platform's user log folder for Silica (platformdirs)."""
-    chosen = os.environ.get(ENV_LOG_DIR)
-    if chosen:
+    chosen = os.environ.get(ENV_LOG_DIR, "").strip()  # not env_value: a crash must not raise here
+    if chosen and chosen.isprintable() and len(chosen) <= 4096:
         return Path(chosen)
     from platformdirs import user_log_dir
 
@@ -121,6 +121,37 @@ def _user_fault(err: BaseException) -> str | None:
     return None
 
 
+def _repeated_option(cmd: Any, args: list[str]) -> str | None:
+    """The first option of `cmd` that takes one value and appears twice in `args`, else None.
+
+    Options that may repeat (`--price`, `--set`), flags and counters are left alone; a value that
+    looks like an option (`--name --tp`) is skipped as the value it is."""
+    single: dict[str, str] = {}
+    takes_value: set[str] = set()
+    for param in getattr(cmd, "params", []):
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        flag = bool(getattr(param, "is_flag", False) or getattr(param, "count", False))
+        names = [*param.opts, *getattr(param, "secondary_opts", [])]
+        if not flag:
+            takes_value.update(names)
+            if not getattr(param, "multiple", False) and getattr(param, "nargs", 1) == 1:
+                single.update(dict.fromkeys(names, param.name))
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in single:
+            if single[name] in seen:
+                return seen[single[name]] if seen[single[name]] == name else f"{seen[single[name]]} / {name}"
+            seen[single[name]] = name
+        i += 2 if name in takes_value and "=" not in arg else 1
+    return None
+
+
 class GuardedGroup(TyperGroup):
     """A typer group whose subcommands cannot end in a traceback."""
 
@@ -147,6 +178,22 @@ class GuardedGroup(TyperGroup):
                 show()
             sys.exit(getattr(err, "exit_code", 1) or 1)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The subcommand, after refusing a single-value option given twice (`--on a --on b`):
+        the framework keeps the last one, which hides a typo or a pasted line."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        leaf, tail = cmd, list(rest)
+        while leaf is not None and hasattr(leaf, "commands"):  # `pilot plan`: the group's command
+            words = [i for i, a in enumerate(tail) if not a.startswith("-")]
+            leaf = leaf.commands.get(tail[words[0]]) if words else None
+            tail = tail[words[0] + 1 :] if words else []
+        repeated = _repeated_option(leaf, tail) if leaf is not None else None
+        if repeated is not None:
+            from silica.errors import InputError
+
+            raise InputError(f"{repeated} is given twice.", "give it once (the last would win silently).")
+        return name, cmd, rest
 
     def invoke(self, ctx: Any) -> Any:
         try:

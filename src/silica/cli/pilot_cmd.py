@@ -223,11 +223,11 @@ def run_cmd(
     csv_out = _csv_beside(out)
     # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
     check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
+    load = read_plan(plan) if plan is not None else default_plan()  # a bad kit: before the network
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
     dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
     if dcgm is not None:
         dcgm.check()
-    load = read_plan(plan) if plan is not None else default_plan()
     steps = _ints(concurrency, "--concurrency")
     rates = _floats(rate, "--rate")
     load = replace(

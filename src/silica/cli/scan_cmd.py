@@ -199,6 +199,9 @@ def register(app: typer.Typer) -> None:
         if task not in ("inference", "training"):
             raise InputError(f"Unknown --task {task!r}.", "pass --task inference or --task training.")
         chosen: Task = "training" if task == "training" else "inference"
+        from silica.limits import check
+
+        check("layers", layers, "--layers")  # a million layers would be built one by one
         fmt = "json" if json_out else output
         if fmt == "table" and sys.stderr.isatty():
             from rich.console import Console

@@ -76,4 +76,7 @@ def register(app: typer.Typer) -> None:
         handler = logging.StreamHandler()  # a bug's traceback, under its log reference, on stderr
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logging.getLogger("silica.serve").addHandler(handler)
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)
+        from silica.serve.server import uvicorn_config
+
+        config = uvicorn_config(create_app(settings), settings, log_level=log_level, proxy_headers=True)
+        uvicorn.Server(config).run()

@@ -166,7 +166,9 @@ def _from_hub_cache(repo_id: str) -> Path:
     cached = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
     if isinstance(cached, str) and Path(cached).is_file():
         return Path(cached)
-    if os.environ.get("SILICA_HF_DOWNLOAD") == "1":
+    from silica._files import env_value
+
+    if env_value("SILICA_HF_DOWNLOAD") == "1":
         try:
             return Path(hf_hub_download(repo_id, "config.json", cache_dir=cache_dir))
         except Exception as err:  # network, auth (gated repos), missing repo: all one line

@@ -107,6 +107,8 @@ def read_exposition(text: str, *, source: str) -> Telemetry:
     """
     from prometheus_client.parser import text_string_to_metric_families as parse
 
+    from silica.limits import check
+
     openmetrics = text.rstrip().endswith("# EOF")
     ts_scale = 1000.0 if openmetrics else 1.0
     known = known_names()
@@ -126,9 +128,10 @@ def read_exposition(text: str, *, source: str) -> Telemetry:
                         "or query the Prometheus server with --prometheus.",
                     )
                 labels = tuple(sorted((str(k), str(v)) for k, v in sample.labels.items()))
-                points[(sample.name, labels)].append(
-                    (float(sample.timestamp) * ts_scale, float(sample.value))
-                )
+                # A timestamp in the other unit (milliseconds in OpenMetrics, seconds in the text
+                # format) lands 1000x off: one line naming the sample, not a window of years.
+                at = check("timestamp_s", float(sample.timestamp) * ts_scale, f"{source}: {sample.name} time")
+                points[(sample.name, labels)].append((at, float(sample.value)))
     except DataFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as err:

@@ -293,6 +293,33 @@ def clip_band(
     return lo, hi
 
 
+# The declared range (silica.limits) each parameter a calibration file holds must lie in.
+PARAM_KINDS: dict[str, str] = {
+    "compute_eff_max": "efficiency",
+    "compute_half_tokens": "half_tokens",
+    "memory_eff": "efficiency",
+    "layer_overhead_us": "overhead_us",
+    "collective_latency_us": "overhead_us",
+    "collective_bw_eff": "efficiency",
+    "attention_eff": "efficiency",
+    "sequence_overhead_us": "overhead_us",
+    "moe_layer_overhead_us": "overhead_us",
+    "request_overhead_us": "overhead_us",
+}
+
+
+def _checked(params: Any, where: str) -> dict[str, float]:
+    """A family's parameters, each a finite number in its declared range (one line naming it if not):
+    an efficiency of 0 or 1e308 would print a negative or absurd step time, not an error."""
+    from silica.limits import check
+
+    if not isinstance(params, dict):
+        raise DataFileError(
+            f"{where} is not an object of parameters.", "regenerate it with `silica calibrate`."
+        )
+    return {name: check(PARAM_KINDS[name], value, f"{where}.{name}") for name, value in params.items()}
+
+
 def _parse(raw: dict[str, Any], where: str) -> Calibration:
     if not isinstance(raw, dict) or not isinstance(raw.get("families"), dict):
         raise DataFileError(
@@ -304,7 +331,9 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
             unknown = sorted(set(p) - set(PARAM_NAMES)) if isinstance(p, dict) else []
             if unknown:  # repr: a key may hold any character, the message stays one line
                 raise ValueError(f"{fam!r} has unknown parameter(s) {', '.join(map(repr, unknown))}")
-        params = {fam: FamilyParams(**p) for fam, p in raw["families"].items()}
+        params = {
+            fam: FamilyParams(**_checked(p, f"{where}: families.{fam}")) for fam, p in raw["families"].items()
+        }
         bands = {
             fam: {metric: (float(lo), float(hi)) for metric, (lo, hi) in table.items()}
             for fam, table in raw.get("bands", {}).items()

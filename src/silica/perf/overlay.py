@@ -12,7 +12,6 @@ directory (XDG on Linux). No file: no overlay.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +28,9 @@ _cache: dict[tuple[str, float], list[dict[str, Any]]] = {}
 
 def overlay_path(environ: Mapping[str, str] | None = None) -> Path:
     """Where the user's overlay lives (it need not exist): `SILICA_CALIBRATION_OVERLAY`, else the data dir."""
-    explicit = (os.environ if environ is None else environ).get("SILICA_CALIBRATION_OVERLAY")
+    from silica._files import env_value
+
+    explicit = env_value("SILICA_CALIBRATION_OVERLAY", environ)
     if explicit:
         return Path(explicit).expanduser()
     from silica.paths import data_dir  # light: the core install has no store

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,10 @@ class _Context:
 
 
 def _row(ctx: _Context, fmt: str, run: str, metric: str, value: float, **shape: Any) -> dict[str, Any]:
+    if metric.endswith("_ms"):  # a latency: its declared range (silica.limits), named as in the report
+        from silica.limits import check
+
+        value = check("latency_ms", value, f"{ctx.path.name}: {run} {metric}")
     row: dict[str, Any] = dict.fromkeys(COLUMNS, "")
     chips = _chips(ctx.instance)
     row.update(
@@ -92,10 +97,20 @@ def _chips(instance: str | None) -> int | None:
     return int(get_instance(load_catalog(), instance).chips)
 
 
-def _num(value: Any) -> float | None:
-    return (
-        float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
-    )
+def _num(value: Any, name: str = "") -> float | None:
+    """A measured number, or None where the report has none (absent, zero: no successful request).
+
+    A negative or infinite one is no measurement: refused with the report's own key, instead of being
+    dropped as if absent (a negative TTFT silently removed the row)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if value < 0 or not math.isfinite(value):
+        raise ValueError(f"{name or 'a measurement'} is {value:g}, which no run can measure")
+    if value > 0 and name.endswith("_ms"):  # a latency: its declared range (silica.limits)
+        from silica.limits import check
+
+        return check("latency_ms", value, name)
+    return float(value) if value > 0 else None
 
 
 def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
@@ -107,7 +122,7 @@ def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
         strategy = (b.get("config") or {}).get("strategy") or {}
 
         def stat(name: str, key: str = "median", m: dict[str, Any] = m) -> float | None:
-            return _num(((m.get(name) or {}).get("successful") or {}).get(key))
+            return _num(((m.get(name) or {}).get("successful") or {}).get(key), name)
 
         batch = strategy.get("streams") or strategy.get("max_concurrency")
         rate = strategy.get("rate")
@@ -138,10 +153,13 @@ def _guidellm(raw: dict[str, Any], ctx: _Context) -> Imported:
 
 def _little(raw: dict[str, Any], output_len: float | None) -> int | None:
     """Requests in flight on average in a rate run (Little's law): completed per second x mean latency."""
-    per_s = _num(raw.get("request_throughput"))
-    e2e = _num(raw.get("mean_e2el_ms"))
+    per_s = _num(raw.get("request_throughput"), "request_throughput")
+    e2e = _num(raw.get("mean_e2el_ms"), "mean_e2el_ms")
     if e2e is None and output_len:
-        ttft, tpot = _num(raw.get("mean_ttft_ms")), _num(raw.get("mean_tpot_ms"))
+        ttft, tpot = (
+            _num(raw.get("mean_ttft_ms"), "mean_ttft_ms"),
+            _num(raw.get("mean_tpot_ms"), "mean_tpot_ms"),
+        )
         e2e = ttft + tpot * (output_len - 1) if ttft is not None and tpot is not None else None
     if per_s is None or e2e is None:
         return None
@@ -174,7 +192,7 @@ def _vllm_bench(raw: dict[str, Any], ctx: _Context) -> Imported:
             ("tpot_ms", "median_tpot_ms"),
             ("output_tok_s", "output_throughput"),
         )
-        if (v := _num(raw.get(key))) is not None
+        if (v := _num(raw.get(key), key)) is not None
     ]
     return Imported("vllm bench serve", ctx.engine or "vllm", ctx.engine_version, tuple(rows))
 
@@ -191,7 +209,7 @@ def _stat(raw: dict[str, Any], name: str, key: str, unit: str | None = None) -> 
         raise ValueError(f"{name} is {type(block).__name__}, not an object of statistics")
     if unit is not None and block.get("unit", unit) != unit:
         raise ValueError(f"{name} is in {block.get('unit')!r}, not {unit!r}")
-    return _num(block.get(key))
+    return _num(block.get(key), name)
 
 
 def _nvidia_rows(
@@ -260,9 +278,9 @@ def _nxdi(raw: dict[str, Any], ctx: _Context) -> Imported:
     run = f"nxdi-{ctx.path.stem}"
     engine = ctx.engine or "nxdi"
     rows = []
-    if (v := _num(cte.get("latency_ms_p50"))) is not None:
+    if (v := _num(cte.get("latency_ms_p50"), "context_encoding_model.latency_ms_p50")) is not None:
         rows.append(_row(ctx, "NxD Inference", run, "ttft_ms", v, engine=engine))
-    if (v := _num(tkg.get("latency_ms_p50"))) is not None:
+    if (v := _num(tkg.get("latency_ms_p50"), "token_generation_model.latency_ms_p50")) is not None:
         rows.append(_row(ctx, "NxD Inference", run, "tpot_ms", v, engine=engine))
     return Imported("NxD Inference benchmark", engine, ctx.engine_version, tuple(rows))
 

@@ -71,6 +71,14 @@ class LoadPlan:
     def __post_init__(self) -> None:
         if self.input_len < 1 or self.output_len < 1:
             raise InputError("A pilot needs input and output lengths of at least 1 token.", "raise them.")
+        from silica.limits import check
+
+        # A kit's load_plan.json may be edited: a 10^9-token prompt would be built in memory per request.
+        check("request_tokens", self.input_len, "input_len (--input-len)")
+        check("request_tokens", self.output_len, "output_len (--output-len)")
+        for c in self.concurrency:
+            check("concurrency", c, "concurrency (--concurrency)")
+        check("concurrency", self.requests_per_step, "requests per step (--requests)")
         if not self.concurrency and not self.rates:
             raise InputError("A pilot needs at least one load step.", "pass --concurrency or --rate.")
         if self.concurrency and min(self.concurrency) < 1:

@@ -48,9 +48,11 @@ __all__ = [
 def scan(subject: str, *, layers: int = 2, task: Task = "inference", model: str | None = None) -> ScanReport:
     """One front door: a directory is a code scan, anything else a model scan; for inference or training.
     With `model`, a directory and the model it loads are scanned both ways and judged as one port."""
+    from silica.limits import check
     from silica.scan.model_scan import scan_source
     from silica.scan.source import resolve
 
+    check("layers", layers, "layers")  # the library's callers are held to the same range
     source = resolve(subject)
     if model is not None:
         if source.kind != "code":

@@ -262,7 +262,17 @@ def submit_sweep(state: Any, data: bytes, filename: str | None) -> Job:
     def work(control: JobControl) -> Any:
         with _scrubbed(folder):
             control.report(0.0, "simulating the scenarios")
-            result = run_sweep(path, store=False)
+            total, done = [1], [0]
+
+            def each(_: Any) -> None:  # a cancel or an overrun takes effect between two scenarios
+                done[0] += 1
+                control.report(0.9 * done[0] / total[0], f"simulated {done[0]} of {total[0]} scenarios")
+
+            # One scenario at a time in this thread: the server's one job worker never starts processes
+            # that a cancel could not stop, nor takes every core from the interactive requests.
+            result = run_sweep(
+                path, store=False, workers=1, on_start=lambda n: total.__setitem__(0, max(n, 1)), on_done=each
+            )
             control.report(0.9, f"storing {len(result.scenarios)} scenarios")
             rows = [("fleet_sweep", r["name"], r) for r in result.scenarios]  # the library's record shape
             ids = open_store(url).record_many(rows)

@@ -1,13 +1,17 @@
 """The ASGI app: `create_app(settings)` wires the API, the pages, the static files and the guard.
 
 The guard is one ASGI middleware in front of everything: it refuses oversized bodies (413) before they
-are read, requires a token when one is configured (401; pages redirect to /login), caps the requests
-computing at once (429 with Retry-After, so a burst is refused instead of queueing without bound), and
-adds security headers (no inline script, nothing loaded from elsewhere).
+are read and bodies that arrive too slowly (408), requires a token when one is configured (401; pages
+redirect to /login), refuses other sites (a Host that is not a loopback name on a token-free server,
+a cross-site Origin), requires a form token on every form post (`serve.csrf`, which it also adds to
+every post form of every HTML page), caps the requests computing at once, pages and API alike (429
+with Retry-After, so a burst is refused instead of queueing without bound), and adds security headers
+(no inline script, nothing loaded from elsewhere, nothing private cached).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +22,8 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from silica.serve.csrf import HEADER as CSRF_HEADER
+from silica.serve.csrf import Csrf
 from silica.serve.problems import ProblemError, problem_response
 from silica.serve.settings import ServeSettings
 
@@ -26,6 +32,13 @@ __all__ = ["COOKIE", "create_app"]
 STATIC = Path(__file__).resolve().parent / "static"
 COOKIE = "silica_token"
 _OPEN_PATHS = ("/static/", "/login", "/api/v1/health")
+_LIGHT_PATHS = ("/static/", "/api/v1/health")  # no computing: never counted against the cap
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+_NO_CSRF = (
+    "This form post carries no valid form token: it came from another site's page, or from a page "
+    "served before this server restarted. To fix: reload the page and submit it again; scripts "
+    "send `Authorization: Bearer <token>` (or, signed in by cookie, the page's token as X-CSRF-Token)."
+)
 _HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
@@ -36,6 +49,49 @@ _HEADERS = [
         b"frame-ancestors 'none'; form-action 'self'",
     ),
 ]
+
+
+def _too_big(limit: int) -> str:
+    return (
+        f"The request body is over the {limit // 1024} KiB limit. To fix: send a smaller body "
+        "(inventories and configs are a few KiB)."
+    )
+
+
+def _slow_body(seconds: float) -> str:
+    return (
+        f"The request body did not arrive within {seconds:g} s. To fix: send the whole body at once "
+        "(a slow link: upload a smaller file)."
+    )
+
+
+def _json_refusal(body: bytes) -> str | None:
+    """Why a JSON body is refused by the reading layer's decoder (a key given twice, NaN, a number
+    of thousands of digits), or None. Malformed JSON is left to the app, which says where."""
+    from silica._files import json_decoder
+    from silica.errors import DataFileError
+
+    try:
+        json_decoder("The request body").decode(body.decode("utf-8"))
+    except DataFileError as err:
+        return str(err)
+    except (ValueError, RecursionError):  # not JSON or not UTF-8 (ValueErrors both), too deep
+        return None
+    return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the app the body the guard already read, then the client's messages."""
+    given = False
+
+    async def again() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
 
 
 def _token(headers: dict[bytes, bytes]) -> str | None:
@@ -55,39 +111,111 @@ def _token(headers: dict[bytes, bytes]) -> str | None:
 
 
 class Guard:
-    """Size, token, concurrency and headers for every HTTP request."""
+    """Size, token, cross-site, CSRF, concurrency, slow bodies and headers for every HTTP request."""
 
     def __init__(self, app: ASGIApp, settings: ServeSettings) -> None:
         self.app, self.settings, self.inflight = app, settings, 0
+        self.csrf = Csrf()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
+        method: str = scope["method"].upper()
         headers = dict(scope["headers"])
-
-        limit, seen, too_big, started = self.settings.max_body_bytes, 0, False, False
+        limit, seen, body_done, started = self.settings.max_body_bytes, 0, False, False
+        cut: list[tuple[int, str]] = []  # the body was refused part-way: (status, detail)
+        deadline = asyncio.get_running_loop().time() + self.settings.body_timeout_s
+        cookie = self.csrf.cookie_of(headers.get(b"cookie", b""))
+        fresh = cookie is None
+        browser = cookie or self.csrf.new_cookie()
+        held: list[Message] = []  # an HTML page, held whole to give its post forms their token
 
         async def send_secure(message: Message) -> None:
             nonlocal started
-            if too_big:
-                return  # the app's answer to a cut-off body is replaced by the 413 below
+            if cut:
+                return  # the app's answer to a cut-off body is replaced by the problem below
             if message["type"] == "http.response.start":
                 extra = list(_HEADERS)
                 given = {k.lower() for k, _ in message.get("headers", [])}
                 if not path.startswith("/static/") and b"cache-control" not in given:
                     extra.append((b"cache-control", b"no-store"))  # history, records: never cached
+                if fresh and not path.startswith("/static/"):
+                    extra.append(self.csrf.set_cookie_header(browser))
                 message["headers"] = [*message.get("headers", []), *extra]
                 started = True
+                kind = dict((k.lower(), v) for k, v in message["headers"]).get(b"content-type", b"")
+                if kind.startswith(b"text/html") and method != "HEAD":
+                    held.append(message)
+                    return
+            elif held and message["type"] == "http.response.body":
+                held.append(message)
+                if message.get("more_body"):
+                    return
+                page = b"".join(m.get("body", b"") for m in held[1:])
+                page = self.csrf.add_to_forms(page, self.csrf.token(browser))
+                head = held[0]
+                head["headers"] = [
+                    *((k, v) for k, v in head["headers"] if k.lower() != b"content-length"),
+                    (b"content-length", str(len(page)).encode()),
+                ]
+                held.clear()
+                await send(head)
+                message = {"type": "http.response.body", "body": page, "more_body": False}
             await send(message)
+
+        async def receive_limited() -> Message:
+            """The body under its size cap and its deadline (a client that sends it slowly is cut)."""
+            nonlocal seen, body_done
+            if body_done:
+                return await receive()  # after the body: only a disconnect is waited for
+            try:
+                left = deadline - asyncio.get_running_loop().time()
+                message = await asyncio.wait_for(receive(), timeout=max(left, 0.0))
+            except TimeoutError:
+                cut.append((408, _slow_body(self.settings.body_timeout_s)))
+                raise ProblemError(408, "The request body came too slowly.", "send it at once.") from None
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
+                if seen > limit:
+                    cut.append((413, _too_big(limit)))
+                    raise ProblemError(413, f"The request body is over {limit // 1024} KiB.", "send less.")
+            else:
+                body_done = True
+            return message
 
         refusal = self._refuse(scope, path, headers)
         if refusal is not None:
             await refusal(scope, receive, send_secure)
             return
-        heavy = (path.startswith("/api/") and path != "/api/v1/health") or scope["method"] == "POST"
-        if heavy and self.inflight >= self.settings.max_inflight:
+        app_receive: Receive = receive_limited
+        kind = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        csrf = method not in _SAFE_METHODS and self._needs_csrf(path, headers)
+        if csrf or (method not in _SAFE_METHODS and kind == b"application/json"):
+            body = bytearray()
+            with contextlib.suppress(ProblemError):
+                while not body_done:
+                    body += (await receive_limited()).get("body", b"")
+            if (
+                not cut
+                and csrf
+                and not self.csrf.valid(
+                    None if fresh else browser,
+                    Csrf.presented(bytes(body), headers.get(b"content-type", b""), headers.get(CSRF_HEADER)),
+                )
+            ):
+                await problem_response(403, _NO_CSRF, kind="refused")(scope, receive, send_secure)
+                return
+            refused = _json_refusal(bytes(body)) if not cut and kind == b"application/json" else None
+            if refused is not None:
+                await problem_response(400, refused, kind="input")(scope, receive, send_secure)
+                return
+            app_receive = _replay(bytes(body), receive)
+        # Every dynamic request counts: a page's compare computes as much as the API's.
+        heavy = not path.startswith(_LIGHT_PATHS)
+        if not cut and heavy and self.inflight >= self.settings.max_inflight:
             await problem_response(
                 429,
                 f"{self.inflight} requests are being computed already, the most this server takes at once. "
@@ -97,23 +225,14 @@ class Guard:
             )(scope, receive, send_secure)
             return
 
-        async def receive_limited() -> Message:
-            nonlocal seen, too_big
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    too_big = True
-                    raise ProblemError(413, f"The request body is over {limit // 1024} KiB.", "send less.")
-            return message
-
         self.inflight += heavy
         try:
-            await self.app(scope, receive_limited, send_secure)
+            if not cut:
+                await self.app(scope, app_receive, send_secure)
         except Exception as exc:
             # Starlette re-raises a bug after its handler answered (500 problem, logged with a
             # reference); letting it reach uvicorn would drop the kept-alive connection as well.
-            if not too_big and not started:
+            if not cut and not started:
                 from starlette.requests import Request
 
                 from silica.serve.problems import internal_error
@@ -121,14 +240,21 @@ class Guard:
                 await internal_error(Request(scope), exc)(scope, receive, send_secure)
         finally:
             self.inflight -= heavy
-        if too_big:
-            too_big = False
-            await problem_response(
-                413,
-                f"The request body is over the {limit // 1024} KiB limit. To fix: send a smaller body "
-                "(inventories and configs are a few KiB).",
-                kind="refused",
-            )(scope, receive, send_secure)
+        if cut:
+            status, detail = cut.pop()
+            cut.clear()
+            # The connection is closed after the answer: what is left of a slow or huge body is unread.
+            await problem_response(status, detail, kind="refused", headers={"connection": "close"})(
+                scope, receive, send_secure
+            )
+
+    def _needs_csrf(self, path: str, headers: dict[bytes, bytes]) -> bool:
+        """Form posts to pages always; the API only when a browser's cookie is what signs it in (a
+        bearer token, or no credential at all on a token-free loopback server, is never ambient)."""
+        if not path.startswith("/api/"):
+            return True
+        bearer = headers.get(b"authorization", b"").lower().startswith(b"bearer ")
+        return bool(self.settings.tokens) and not bearer
 
     def _refuse(self, scope: Scope, path: str, headers: dict[bytes, bytes]) -> Any:
         length = headers.get(b"content-length")
@@ -163,9 +289,6 @@ class Guard:
             kind="unauthorized",
             headers={"www-authenticate": 'Bearer realm="silica"'},
         )
-
-
-_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 def _host_name(value: str) -> str:

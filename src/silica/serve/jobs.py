@@ -8,7 +8,9 @@ cannot be stopped from outside, so a running job stops at its next report (`JobC
 job is cancelled at once.
 
 One worker thread runs jobs in order, so a burst of sweeps cannot starve the interactive endpoints of
-the machine's few cores. Jobs live in memory: a restart forgets them (their results that the library
+the machine's few cores. A job that runs `GRACE_S` past its time limit without reaching a report (one
+long step of its work) is given up: it is marked cancelled, its result will be dropped, and a fresh
+worker takes the queue, so one stuck job cannot block the others (the old thread ends on its own). Jobs live in memory: a restart forgets them (their results that the library
 stores, such as a sweep's scenarios, stay in the store). At most `max_jobs` are kept; the oldest
 finished ones go first, and a new job is refused (429) while that many are still queued or running.
 """
@@ -16,12 +18,12 @@ finished ones go first, and a new job is refused (429) while that many are still
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from silica.serve.problems import ProblemError
 __all__ = ["Job", "JobCancelled", "JobControl", "Jobs"]
 
 log = logging.getLogger("silica.serve")
+GRACE_S = 10.0  # past its time limit, a job that has not stopped at a report is given up
 
 
 class JobCancelled(Exception):
@@ -97,11 +100,30 @@ class JobControl:
 class Jobs:
     """The server's job table and its single worker."""
 
-    def __init__(self, max_jobs: int = 100) -> None:
+    def __init__(self, max_jobs: int = 100, grace_s: float = GRACE_S) -> None:
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silica-job")
+        self._queue: queue.Queue[tuple[Job, Callable[[JobControl], Any], Callable[[], None]] | None]
+        self._queue = queue.Queue()
         self._max = max_jobs
+        self._grace = grace_s
+        self._generation = 0  # bumped when a stuck job is given up: that job's worker then retires
+        self._start_worker()
+
+    def _start_worker(self) -> None:
+        generation = self._generation
+        threading.Thread(
+            target=self._worker, args=(generation,), daemon=True, name=f"silica-job-{generation}"
+        ).start()
+
+    def _worker(self, generation: int) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            self._run(*item)
+            if generation != self._generation:
+                return  # given up while stuck: a fresh worker has the queue now
 
     def submit(
         self,
@@ -123,7 +145,7 @@ class Jobs:
                 del self._jobs[oldest]
             job = Job(id=uuid.uuid4().hex[:16], kind=kind, name=name, timeout_s=timeout_s)
             self._jobs[job.id] = job
-        self._pool.submit(self._run, job, work, cleanup)
+        self._queue.put((job, work, cleanup))
         return job
 
     def cancel(self, job_id: str) -> Job:
@@ -145,23 +167,53 @@ class Jobs:
                 cleanup()
                 return
             job.status, job.started = "running", time.time()
+        watchdog = None
+        if job.timeout_s is not None:
+            watchdog = threading.Timer(job.timeout_s + self._grace, self._give_up, args=(job,))
+            watchdog.daemon = True
+            watchdog.start()
+        status, result = "failed", None
+        error: dict[str, Any] | None = None
         try:
-            job.result = plain(work(JobControl(job)))
-            job.progress, job.status = 1.0, "done"
+            result = plain(work(JobControl(job)))
+            status = "done"
         except JobCancelled as why:
-            job.error = {"detail": f"Job {why}.", "problem": f"Job {why}.", "fix": "start it again."}
-            job.status = "cancelled"
+            error = {"detail": f"Job {why}.", "problem": f"Job {why}.", "fix": "start it again."}
+            status = "cancelled"
         except SilicaError as err:
-            job.error = {"detail": str(err), "problem": err.problem, "fix": err.fix}
-            job.status = "failed"
+            error = {"detail": str(err), "problem": err.problem, "fix": err.fix}
         except Exception as err:  # a bug: log it, and report only a reference
             ref = uuid.uuid4().hex[:12]
             log.error("internal error %s in job %s", ref, job.id, exc_info=err)
-            job.error = {"detail": f"Internal error (log reference {ref}).", "log_ref": ref}
-            job.status = "failed"
+            error = {"detail": f"Internal error (log reference {ref}).", "log_ref": ref}
         finally:
-            job.finished = time.time()
+            if watchdog is not None:
+                watchdog.cancel()
+            with self._lock:
+                if job.status == "running":  # not given up meanwhile: its outcome stands
+                    job.result, job.error, job.status = result, error, status
+                    if status == "done":
+                        job.progress = 1.0
+                    job.finished = time.time()
             cleanup()
+
+    def _give_up(self, job: Job) -> None:
+        """The watchdog: a job still running `grace` past its time limit never reached a report."""
+        with self._lock:
+            if job.status != "running":
+                return
+            limit = (
+                f"{job.timeout_s:,.0f} s" if job.timeout_s and job.timeout_s >= 1 else f"{job.timeout_s} s"
+            )
+            detail = (
+                f"Job stopped after its time limit of {limit}: it did not reach a progress report, so it "
+                "was given up and its result will be dropped."
+            )
+            job.status, job.finished, job.cancel_requested = "cancelled", time.time(), True
+            job.error = {"detail": detail, "problem": detail, "fix": "start it again with less work."}
+            self._generation += 1
+        log.warning("job %s given up after its time limit; a fresh worker takes the queue", job.id)
+        self._start_worker()
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -175,4 +227,12 @@ class Jobs:
             return list(reversed(self._jobs.values()))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop taking jobs: queued ones are dropped (their files removed), running ones end alone."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[2]()
+        self._queue.put(None)

@@ -35,8 +35,10 @@ class ProblemError(Exception):
 _TITLES = {
     400: "Bad input",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
+    408: "Request timeout",
     413: "Too large",
     415: "Unsupported media type",
     422: "Cannot be done",

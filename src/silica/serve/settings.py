@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,8 +34,11 @@ def is_loopback(host: str) -> bool:
 
 def load_tokens(token_file: Path | None = None) -> tuple[str, ...]:
     """Every configured token: from SILICA_API_TOKENS, then from the token file; each checked for length."""
-    tokens = [t.strip() for t in os.environ.get(ENV_TOKENS, "").split(",") if t.strip()]
-    path = token_file or (Path(os.environ[ENV_TOKEN_FILE]) if os.environ.get(ENV_TOKEN_FILE) else None)
+    from silica._files import env_value
+
+    tokens = [t.strip() for t in (env_value(ENV_TOKENS) or "").split(",") if t.strip()]
+    named = env_value(ENV_TOKEN_FILE)
+    path = token_file or (Path(named) if named else None)
     if path is not None:
         from silica._files import read_text
 
@@ -62,6 +64,11 @@ class ServeSettings:
     max_body_bytes: int = 4 * 1024 * 1024  # any request body, multipart included
     max_inflight: int = 64  # concurrent compute requests; beyond this a 429, not a queue that grows
     max_jobs: int = 100  # finished jobs kept for their status endpoint
+    # A client gets this long to send a request's headers, and then its body; beyond, the connection
+    # is closed (408 for a body), so slow clients cannot hold connections open (slowloris).
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0  # 4 MiB, the body limit, takes 60 s at about 0.5 Mbit/s
+    max_connections: int = 512  # open connections at once; beyond, uvicorn answers 503 and closes
     store_url: str | None = None  # None: SILICA_DB_URL, else the CLI's SQLite
     extra_kinds: tuple[str, ...] = field(default=("pilot", "monitor"))
 
@@ -70,6 +77,15 @@ class ServeSettings:
             raise InputError(
                 f"Serving on {self.host} (not loopback) needs an API token.",
                 f"set {ENV_TOKENS}=<token> or pass --token-file FILE; or bind --host 127.0.0.1.",
+            )
+        if not (0 < self.header_timeout_s <= 3600 and 0 < self.body_timeout_s <= 3600):
+            raise InputError(
+                "The header and body timeouts must be over 0 and at most an hour.", "pass 1 to 3600 s."
+            )
+        if self.max_connections < self.max_inflight:
+            raise InputError(
+                "The connection limit must be at least the number of requests computed at once.",
+                "raise max_connections or lower --max-inflight.",
             )
         if self.max_upload_bytes < 1 or self.max_body_bytes < self.max_upload_bytes:
             raise InputError(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import tempfile
 import time
 import uuid
@@ -54,7 +53,9 @@ class StoreError(SilicaError):
 
 def database_url(url: str | None = None) -> str:
     """`url`, else `SILICA_DB_URL`, else SQLite in the data directory; plain postgresql:// uses psycopg 3."""
-    chosen = url or os.environ.get(ENV_URL) or f"sqlite:///{data_dir() / 'silica.db'}"
+    from silica._files import env_value
+
+    chosen = url or env_value(ENV_URL) or f"sqlite:///{data_dir() / 'silica.db'}"
     if chosen.startswith(("postgresql://", "postgres://")):
         chosen = "postgresql+psycopg://" + chosen.split("://", 1)[1]
     return chosen

@@ -25,6 +25,7 @@ METRICS = (
     "train_tok_s_per_chip",
     "train_model_tflops_per_chip",
 )
+TRAINING_METRICS = ("train_tok_s_per_chip", "train_model_tflops_per_chip")
 REQUIRED = ("chip", "chips", "task", "model", "metric", "value")
 
 
@@ -96,6 +97,16 @@ def _check_row(row: BenchmarkRow, where: str) -> BenchmarkRow:
             f"{where}: the measured value {row.value!r} is not a positive finite number.",
             "fix that cell; a measurement of 0, a negative one or NaN is not a measurement.",
         )
+    # A metric belongs to one task: a per-token latency of a training run measures nothing Silica
+    # predicts (the row used to be skipped as "no performance row could be predicted", exit 0).
+    if row.metric in METRICS and row.task in ("inference", "training"):
+        of_training = row.metric in TRAINING_METRICS
+        if of_training != (row.task == "training"):
+            allowed = [m for m in METRICS if (m in TRAINING_METRICS) == (row.task == "training")]
+            raise DataFileError(
+                f"{where}: metric {row.metric} is not a {row.task} metric.",
+                f"fix the task or metric cell ({row.task} metrics: {', '.join(allowed)}).",
+            )
     # tp counts GPUs, or NeuronCores on Neuron (up to 8 per Trainium2/3 chip); no more than that.
     if row.tp is not None and row.tp > 8 * row.chips:
         raise DataFileError(

@@ -34,7 +34,7 @@ from silica.plan.grid import BATCHES, Grid
 from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
 from silica.plan.training_search import evaluate_training
-from silica.validate.benchmarks import BenchmarkRow
+from silica.validate.benchmarks import TRAINING_METRICS, BenchmarkRow
 from silica.validate.energy_rows import ENERGY_METRICS, predict_energy_row
 from silica.workload import InferenceWorkload, TrainingWorkload
 
@@ -43,7 +43,6 @@ __all__ = ["Prediction", "Prepared", "deployment_for", "predict_rows", "prepare"
 Array = NDArray[np.float64]
 DECODER_METRICS = {"ttft_ms", "tpot_ms", "output_tok_s"}
 ENCODER_METRICS = {"encoder_seq_s", "encoder_latency_ms"}
-TRAINING_METRICS = {"train_tok_s_per_chip", "train_model_tflops_per_chip"}
 TIME_METRICS = {"ttft_ms", "tpot_ms", "encoder_latency_ms"}  # lower is faster; the rest are rates
 # A target's calibration object only supplies bands to a finished estimate; evaluation reads
 # `Target.params`, which the fit replaces per candidate.
