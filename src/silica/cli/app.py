@@ -83,14 +83,14 @@ def _plain_option_types() -> None:
         return
 
     def metavar(self: TyperOption, ctx: Any) -> str:
-        label = original(self, ctx)
+        label = str(original(self, ctx))
         if self.multiple and label.startswith("<") and label.endswith(">"):
             inner = label[1:-1].upper()
             return ("TEXT" if inner == "STR" else inner) + "..."
         return label
 
     metavar._silica = True  # type: ignore[attr-defined]
-    TyperOption.make_metavar = metavar  # type: ignore[method-assign]
+    setattr(TyperOption, "make_metavar", metavar)  # noqa: B010 - typer 0.28 only (see getattr above)
 
 
 _plain_option_types()
