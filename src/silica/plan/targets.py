@@ -10,7 +10,13 @@ from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import Calibration, FamilyParams, clip_band, load_calibration
+from silica.perf.calibration import (
+    INHERITED_BAND_WIDENING,
+    Calibration,
+    FamilyParams,
+    clip_band,
+    load_calibration,
+)
 from silica.perf.stacks import Stack, resolve_stack
 from silica.plan.grid import divisors
 from silica.results import Band, PriceUsed
@@ -202,7 +208,9 @@ def resolve_targets(
                 price=price_for(catalog, inst.id, option=option, region=region),
                 calibration=calibration,
                 stack=stack,
-                note=f"{stack.label} ({stack.name}); {resolved.note}",
+                note=f"{stack.label} ({stack.name}); "
+                + (f"{stack.release_note}; " if stack.release_note else "")
+                + resolved.note,
             )
         )
     if not targets and refused is not None:
@@ -237,6 +245,8 @@ def band(
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric)
+    if target.stack is not None and target.stack.unmeasured_release:  # `perf.stacks._release`
+        low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
     if fastest is not None:
         high = min(high, max(fastest, 1.0))
     if invert:  # a cost moves opposite to the speed it is derived from

@@ -45,6 +45,7 @@ def evaluate_training(
     dp: Array,
     full_recompute: NDArray[np.bool_] | None = None,
     ep: Array | None = None,
+    cp: Array | None = None,
 ) -> TrainStep:
     prec = precision("bf16", wl.compute_dtype)
     base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
@@ -55,7 +56,9 @@ def evaluate_training(
     return train_step(
         ModelCosts.of(model),
         m,
-        Layout(tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp, ep=ep),
+        Layout(
+            tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp, ep=ep, cp=cp
+        ),
         TrainingRun(
             global_batch=np.full(n, float(wl.batch_sequences)),
             seq_len=np.full(n, float(wl.seq_len)),
