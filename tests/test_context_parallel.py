@@ -97,3 +97,16 @@ def test_nemo_counts_attention_in_full_and_validate_converts() -> None:
     measured = {r.metric: r.value for r in rows}
     published = measured["train_model_tflops_per_chip"] * 1e12 / measured["train_tok_s_per_chip"]
     assert ratio == pytest.approx(published, rel=0.02)
+
+
+def test_training_attention_speed_comes_from_a_training_fit_only() -> None:
+    """A training stack with an entry of its own (NeMo/Megatron on Hopper) runs attention at that
+    entry's fitted speed; one without (NxD Training on Trainium1, pooled with serving rows whose
+    engine materialises the scores) runs fused flash attention at matmul efficiency."""
+    cal = load_calibration()
+    own = cal.resolve("hopper", "nemo", "training")
+    assert own.key == "hopper/megatron" and own.params == cal.resolve("hopper", "nemo").params
+    pooled = cal.resolve("neuron-v2", "neuronx-distributed", "training")
+    assert pooled.params.attention_eff == 1.0 and "fused flash attention" in pooled.note
+    serving = cal.resolve("neuron-v2", "neuronx-distributed")
+    assert serving.params.attention_eff < 1.0  # the serving stacks' own, untouched

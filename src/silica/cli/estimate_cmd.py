@@ -226,6 +226,11 @@ def register(app: typer.Typer) -> None:
             help="Expert parallelism of a mixture-of-experts model (default: chosen). Serving: "
             "attention runs data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
         ),
+        cp: int | None = typer.Option(
+            None,
+            "--cp",
+            help="Training: context parallelism, ranks that split each sequence (default: chosen).",
+        ),
         pue: float | None = pue_option(),
         usd_per_mwh: float | None = usd_per_mwh_option(),
         ttft_p90_ms: float | None = typer.Option(
@@ -250,7 +255,7 @@ def register(app: typer.Typer) -> None:
         result = run(
             model,
             wl,
-            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
+            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep, cp=cp),
             catalog=placement.catalog,
             context=context,
             pue=checked("--pue", pue, low=1.0),
@@ -349,6 +354,7 @@ def _print_estimate(r: Any) -> None:
     else:
         d = r.to_dict()
         experts = f" ep={r.ep}" if r.ep is not None else ""
+        experts += f" cp={r.cp}" if r.cp is not None and r.cp > 1 else ""
         table.add_row("layout", f"tp={r.tp} pp={r.pp}{experts} replicas/dp={r.dp} batch={r.batch}")
         if r.engine:
             table.add_row("engine", r.engine)

@@ -196,7 +196,7 @@ def resolve_targets(
                 raise
             refused = err
             continue
-        resolved = calibration.resolve(chip.family, stack.name)
+        resolved = calibration.resolve(chip.family, stack.name, task)
         key = f"{chip.family}/{stack.name}"
         params = calibration.extra.get("overlay_params", {}).get(key, resolved.params)  # perf/overlay.py
         targets.append(

@@ -392,7 +392,7 @@ class Prepared:
         `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
         """
         out = np.full(len(self.rows), np.nan)
-        resolved: dict[tuple[str, str], tuple[FamilyParams, str]] = {}
+        resolved: dict[tuple[str, str, str], tuple[FamilyParams, str]] = {}
         for g in self.groups:
             entries = []
             for t in g.targets:
@@ -400,10 +400,11 @@ class Prepared:
                 # on the vendor's recommended stack for the task.
                 stack = g.stack or default_stack(t.chip.vendor, g.kind)[0].name
                 f = t.chip.family
-                if (f, stack) not in resolved:
-                    r = calibration.resolve(f, stack)
-                    resolved[(f, stack)] = (r.params, r.key)
-                entries.append(resolved[(f, stack)])
+                task = "training" if g.kind == "training" else "inference"
+                if (f, stack, task) not in resolved:
+                    r = calibration.resolve(f, stack, task)
+                    resolved[(f, stack, task)] = (r.params, r.key)
+                entries.append(resolved[(f, stack, task)])
             if only is not None and not only.intersection(key for _, key in entries):
                 continue
             with np.errstate(all="ignore"):
