@@ -110,3 +110,21 @@ def test_training_attention_speed_comes_from_a_training_fit_only() -> None:
     assert pooled.params.attention_eff == 1.0 and "fused flash attention" in pooled.note
     serving = cal.resolve("neuron-v2", "neuronx-distributed")
     assert serving.params.attention_eff < 1.0  # the serving stacks' own, untouched
+
+
+def test_the_training_search_splits_long_sequences_and_checks_a_given_cp() -> None:
+    from silica.errors import InputError
+    from silica.plan import estimate
+    from silica.workload import Deployment, InferenceWorkload, TrainingWorkload
+
+    long = TrainingWorkload(seq_len=131072, global_batch=32)
+    given = estimate("llama-3.1-8b", long, Deployment("p5.48xlarge", count=32, cp=4))
+    assert given.feasible and given.cp == 4 and given.tp * given.pp * given.dp * 4 == given.chips
+    short = estimate("llama-3.1-8b", TrainingWorkload(seq_len=4096), Deployment("p5.48xlarge", count=4))
+    assert short.cp == 1  # 4K tokens: no rank would keep 8K of a sequence
+    with pytest.raises(InputError, match="equal chunks"):
+        estimate("llama-3.1-8b", TrainingWorkload(seq_len=4096 + 2), Deployment("p5.48xlarge", cp=4))
+    with pytest.raises(InputError, match="context-parallel serving"):
+        estimate(
+            "llama-3.1-8b", InferenceWorkload(input_len=512, output_len=64), Deployment("p5.48xlarge", cp=2)
+        )

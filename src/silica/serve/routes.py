@@ -80,7 +80,7 @@ class WorkloadFields(_Strict):
     @field_validator("engine")
     @classmethod
     def _engine(cls, value: str | None) -> str | None:
-        if value is not None and value not in load_stacks():
+        if value is not None and value.partition("@")[0] not in load_stacks():  # NAME@RELEASE too
             raise ValueError(f"unknown engine {value!r}; use one of {', '.join(sorted(load_stacks()))}")
         return value
 
