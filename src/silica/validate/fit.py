@@ -34,12 +34,12 @@ from silica.validate.predict import Prepared, prepare, row_stack, stack_group
 __all__ = [
     "band_coverage",
     "band_table",
-    "with_bands",
     "best_published_mfu",
     "family_of",
     "fit_calibration",
     "fit_prepared",
     "leave_one_source_out",
+    "with_bands",
 ]
 
 Array = NDArray[np.float64]
