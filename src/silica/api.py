@@ -214,6 +214,7 @@ def estimate(
     tp: int | None = None,
     pp: int | None = None,
     ep: int | None = None,
+    cp: int | None = None,
     option: str | None = None,
     region: str | None = None,
     prices: Mapping[str, float] | None = None,
@@ -239,7 +240,7 @@ def estimate(
     result = run(
         spec,
         wl,
-        Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
+        Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep, cp=cp),
         catalog=placement.catalog,
         context=context,
         pue=_energy_setting("pue", pue),

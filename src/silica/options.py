@@ -115,6 +115,7 @@ class PlanOption:
     why: str = ""
     required: bool = False
     hint: str = ""  # the form's short hint under the field (default: `help`)
+    release: bool = False  # a choice that may carry `@RELEASE` (`vllm@0.2`; perf/stacks.py resolves it)
 
     def allowed(self) -> tuple[str, ...]:
         """The names a choice option accepts (the library's own list)."""
@@ -176,6 +177,9 @@ PLAN_OPTIONS: tuple[PlanOption, ...] = (
          "Expert parallelism of a mixture-of-experts model (default: chosen). Serving: attention runs "
          "data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
          1, MAX_PARALLEL, commands=("estimate",), hint="mixture-of-experts models only"),
+    _num("cp", "int", None, "Context parallel (cp)", "--cp",
+         "Training: context parallelism, ranks that split each sequence (default: chosen).",
+         1, MAX_PARALLEL, commands=("estimate",), task="training", hint="long-sequence training"),
     PlanOption("instances", "list", None, "Only these instance types (repeatable).", "Instances",
                "--instance", max_length=MAX_PRICES, commands=("compare",), doors=("cli", "api", "http"),
                why="the compare page ranks every instance type; its table is the filter"),
@@ -241,7 +245,8 @@ PLAN_OPTIONS: tuple[PlanOption, ...] = (
     PlanOption("engine", "choice", None, "Serving or training stack (data/stacks.yaml): trtllm, "
                "trtllm-legacy, nim-trtllm, vllm, sglang (NVIDIA serving); vllm-neuron, nxdi, "
                "transformers-neuronx, optimum-neuron, torch-neuronx (Neuron); nemo, megatron, "
-               "megatron-bridge, neuronx-distributed (training). Default: the vendor's recommended one.", "Engine", "--engine", choices=_engines),
+               "megatron-bridge, neuronx-distributed (training), optionally @RELEASE (vllm@0.2, trtllm@0.12). "
+               "Default: the vendor's recommended one.", "Engine", "--engine", choices=_engines, release=True),
     PlanOption("systems", "yaml", None, "Your own systems (YAML: chip, chips per domain, link and "
                "network bandwidth, price), as a file on the CLI and in the notebook API, as text over "
                "HTTP and in the form.", "Your systems (YAML)", "--systems", max_length=MAX_SYSTEMS_TEXT),
@@ -294,7 +299,8 @@ def check_option(name: str, value: Any, label: str | None = None) -> Any:
         return None
     if o.kind == "choice":
         allowed = o.allowed()
-        if value not in allowed:
+        base = value.partition("@")[0] if o.release and isinstance(value, str) else value
+        if base not in allowed:
             raise InputError(f"{what}: unknown {o.name} {value!r}.", f"use one of {', '.join(allowed)}.")
         return value
     if o.kind in ("int", "float"):

@@ -188,12 +188,14 @@ class Deployment:
     tp: int | None = None
     pp: int | None = None  # None: the planner chooses (instances chained as stages for inference)
     ep: int | None = None  # expert parallelism; None: chosen for a mixture-of-experts model, else 1
+    cp: int | None = None  # context parallelism (training); None: chosen for long sequences, else 1
 
     def __post_init__(self) -> None:
         _positive("Instance count", self.count, "INSTANCExCOUNT", MAX_INSTANCES)
         _positive("tp", self.tp, "--tp", MAX_PARALLEL)
         _positive("pp", self.pp, "--pp", MAX_PARALLEL)
         _positive("ep", self.ep, "--ep", MAX_PARALLEL)
+        _positive("cp", self.cp, "--cp", MAX_PARALLEL)
 
     def check_fits(
         self,

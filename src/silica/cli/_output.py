@@ -264,6 +264,7 @@ def comparison_listing(c: Any) -> Listing:
             rows.append([rank, r.instance, r.count, r.chip, None, *([None] * len(metrics))])
         else:
             experts = f" ep{r.ep}" if r.ep is not None and r.ep > 1 else ""
+            experts += f" cp{r.cp}" if r.cp is not None and r.cp > 1 else ""
             layout = f"tp{r.tp} pp{r.pp}{experts} x{r.dp}" + ("" if training else f" b{r.batch}")
             if r.price is not None:
                 note = "tie with #1 (p10-p90 bands overlap)" if rank in ties else ""

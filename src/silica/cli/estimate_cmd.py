@@ -170,6 +170,7 @@ def register(app: typer.Typer) -> None:
         tp: int | None = _cli("tp"),
         pp: int | None = _cli("pp"),
         ep: int | None = _cli("ep"),
+        cp: int | None = _cli("cp"),
         pue: float | None = _cli("pue"),
         usd_per_mwh: float | None = _cli("usd_per_mwh"),
         ttft_p90_ms: float | None = _cli("ttft_p90_ms"),
@@ -188,7 +189,7 @@ def register(app: typer.Typer) -> None:
         result = run(
             model,
             wl,
-            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep),
+            Deployment(instance=placement.instance, count=placement.count, tp=tp, pp=pp, ep=ep, cp=cp),
             catalog=placement.catalog,
             context=context,
             pue=checked("--pue", pue, low=1.0),
@@ -275,6 +276,7 @@ def _print_estimate(r: Any) -> None:
     else:
         d = r.to_dict()
         experts = f" ep={r.ep}" if r.ep is not None else ""
+        experts += f" cp={r.cp}" if r.cp is not None and r.cp > 1 else ""
         table.add_row("layout", f"tp={r.tp} pp={r.pp}{experts} replicas/dp={r.dp} batch={r.batch}")
         if r.engine:
             table.add_row("engine", r.engine)

@@ -170,13 +170,32 @@ class Calibration:
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def resolve(self, family: str, stack: str | None = None) -> Resolved:
+    def resolve(self, family: str, stack: str | None = None, task: str | None = None) -> Resolved:
         """The parameters for a family under a serving or training stack, and where they come from.
 
         Search order: the family's own fit for the stack's group, then for the groups the stack
         inherits from (`data/stacks.yaml`), then the family's pooled fit (all its measurements);
         a family without any walks `INHERITANCE` and repeats. `stack=None`: the pooled fit.
+
+        `task` "training": an entry fitted on other stacks' rows describes their attention kernels
+        (serving engines; some materialise the score matrix), not a training stack's fused flash
+        attention (Megatron-Core/Transformer Engine, NxD Training's NKI kernel); so training on an
+        entry that is not its stack's own runs attention at matmul efficiency (`attention_eff` 1).
         """
+        found = self._resolve(family, stack)
+        if task != "training" or stack is None or stack not in load_stacks():
+            return found
+        own = f"/{load_stacks()[stack].group}"
+        if found.key.endswith(own) or found.params.attention_eff == 1.0:
+            return found
+        return replace(
+            found,
+            params=replace(found.params, attention_eff=1.0),
+            note=f"{found.note}; training attention: fused flash attention at matmul efficiency "
+            f"(attention_eff 1; {found.key}'s is its serving stacks')",
+        )
+
+    def _resolve(self, family: str, stack: str | None = None) -> Resolved:
         stacks = load_stacks()
         chain: list[str] = []
         name = stack

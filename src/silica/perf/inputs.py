@@ -29,6 +29,9 @@ class Layout:
     power-of-two buckets and attention heads are padded up to a multiple of tp. `dp` is the
     data-parallel degree (training; a serving replica count is decided by the planner instead).
     `ep` is the expert-parallel degree of a mixture-of-experts model (None: 1); see `perf.moe`.
+    `cp` is the context-parallel degree of training (None: 1): each of cp ranks holds 1/cp of every
+    sequence, for every layer (Megatron-Core `context_parallel_size`), and attention exchanges keys
+    and values around the cp ranks (`perf.kernels.train_step`).
     """
 
     tp: Array
@@ -37,6 +40,7 @@ class Layout:
     static_shapes: BoolArray
     dp: Array | None = None
     ep: Array | None = None
+    cp: Array | None = None
 
 
 @dataclass(frozen=True, slots=True)

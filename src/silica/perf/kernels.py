@@ -345,6 +345,7 @@ class TrainStep:
     step_s: Array
     tokens_per_s_per_chip: Array
     model_flops_per_token: float
+    attention_flops_per_token: Array  # training FLOPs of causal attention a token adds (in `mfu`)
     mfu: Array
     memory_per_unit: Array
     split: TimeSplit  # of step_s
@@ -360,32 +361,76 @@ ACTIVATION_BYTES_FACTOR = 34.0
 BACKWARD_SHARE = 2.0 / 3.0
 
 
+def _context_ring(
+    c: ModelCosts,
+    m: Machine,
+    lay: Layout,
+    cp: Array,
+    rank_tokens: Array,
+    passes: Array,
+    attention: Array,
+    w: Widths,
+) -> Array:
+    """Exposed time of context-parallel attention's key/value exchange, per micro-batch.
+
+    Ring attention (Liu et al. 2023, "Ring Attention with Blockwise Transformers"; Megatron-Core /
+    Transformer Engine `cp_comm_type="p2p"`): in each layer every rank passes its chunk's keys and
+    values to the next rank cp - 1 times, in the forward pass and in every recomputed forward,
+    and keys, values and their gradients in the backward pass, so `passes` chunk transfers per
+    ring step. Each transfer overlaps the attention of the chunk already held; only what attention
+    cannot hide is exposed. The cp group's ranks sit tp units apart (Megatron orders tp, then cp):
+    over the scale-up links while tp x cp fits an instance, else at one unit's share of the
+    instance's network bandwidth.
+    """
+    layers = c.n_layers / lay.pp
+    chunk = rank_tokens * c.kv_bytes_per_token_per_unit(lay.tp, w.act) / c.n_layers
+    bw = np.where(lay.tp * cp > m.units_per_instance, m.net_bw / m.units_per_instance, m.link_bw)
+    wire = passes * layers * (cp - 1.0) * (m.cal.coll_s + chunk / (bw * m.cal.coll_bw_eff))
+    attention_s = passes / lay.pp * attention / (_matmul_eff(m, rank_tokens) * lay.tp * m.unit_flops)
+    return np.where(cp > 1, np.maximum(wire - attention_s, 0.0), 0.0)
+
+
 def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widths) -> TrainStep:
-    """One optimizer step of data-, tensor- and pipeline-parallel training (1F1B schedule).
+    """One optimizer step of data-, tensor-, context- and pipeline-parallel training (1F1B schedule).
 
     `lay.batch` is the micro-batch per data-parallel rank. `run.full_recompute` marks layouts that
     keep only each layer's input and recompute the rest in the backward pass: one more forward
-    (4 passes instead of 3) for far less activation memory.
+    (4 passes instead of 3) for far less activation memory. With context parallelism (`lay.cp`)
+    each of cp ranks holds 1/cp of every sequence in every layer: its matmuls, activations and
+    hand-offs are over seq_len / cp tokens, its queries attend to the whole (causal) sequence, and
+    the cp ranks are data-parallel peers for the gradients (Megatron-Core reduces over dp x cp).
     """
     tp, pp, micro_batch, seq_len = lay.tp, lay.pp, lay.batch, run.seq_len
     dp = np.ones_like(tp) if lay.dp is None else lay.dp
+    cp = np.ones_like(tp) if lay.cp is None else lay.cp
     zero_stage, units_per_node = run.zero_stage, m.units_per_instance
     full = np.zeros_like(tp, dtype=bool) if run.full_recompute is None else run.full_recompute
     passes = np.where(full, 4.0, 3.0)
-    units = tp * pp * dp
+    units = tp * pp * dp * cp
     chips = units / m.units_per_chip
     heads = _padded_heads(c, lay)
-    mb_tokens = micro_batch * seq_len
+    # The tokens of one micro-batch on one rank: 1/cp of each of its sequences.
+    mb_tokens = micro_batch * seq_len / cp
     n_micro = np.maximum(run.global_batch / (dp * micro_batch), 1.0)
     stream_rate = m.unit_bw * m.cal.mem_eff
     # Forward FLOPs of one micro-batch on one stage; backward is twice the forward (Kaplan et al. 2020).
-    # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel), so the
-    # attention math runs at matmul efficiency; `attn_eff` describes inference engines only. Under
+    # Training stacks run fused flash attention (Megatron/NeMo, NxD Training's NKI kernel) at the
+    # matmul efficiency times `attn_eff`, as prefill does: a flash-attention kernel, its backward
+    # pass above all, runs well below a large GEMM (NeMo's long-sequence table on H100 levels off
+    # near a quarter of the 16-bit peak once attention is most of the work). The training stacks'
+    # own entries fit it; where their rows cannot see it (short sequences) it stays at the
+    # family's pooled value, which prefill rows set. Under
     # fp8 or fp4 training only the linear layers' GEMMs run narrow: Transformer Engine's fused
     # attention stays in 16 bits unless FP8 attention is asked for (TE `DotProductAttention`,
     # NeMo's `fp8_dot_product_attention` off by default), so attention runs at the 16-bit peak.
     slower = m.unit_flops / m.unit_flops_16
-    attention = c.attention_flops(mb_tokens, seq_len / 2.0, heads) * np.where(slower > 1.0, slower, 1.0)
+    # Causal attention: a query sees half the sequence on average, and the load-balanced split of
+    # Megatron-Core's context parallelism (each rank two mirrored chunks) keeps that true per rank.
+    attention = (
+        c.attention_flops(mb_tokens, seq_len / 2.0, heads)
+        * np.where(slower > 1.0, slower, 1.0)
+        / m.cal.attn_eff
+    )
     # Routed experts run as a grouped GEMM over the tokens each expert receives, and the busiest
     # expert rank sets the pace (`perf.moe`); the rest (attention, dense and shared MLPs, the
     # routers) runs over the micro-batch's tokens. A dense model has no routed part.
@@ -407,13 +452,14 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     # An interleaved schedule hands each micro-batch across `vp` times as many chunk boundaries.
     vp = run.virtual_stages
     handoff = np.where(pp > 1, 2.0 * vp * (m.cal.coll_s + mb_tokens * c.d_model * w.act / stage_bw), 0.0)
+    ring = _context_ring(c, m, lay, cp, mb_tokens, passes, attention, w)
     # Non-matmul work (norms, activations, dropout, residuals) streams the layer activations: written
     # in the forward pass and read back in the backward pass, 2 x 34 s b h / t bytes a layer.
     # MoE layers save (and stream) more per token than a dense MLP: permuted copies, gate/up outputs.
     act_per_token_layer = ACTIVATION_BYTES_FACTOR * c.d_model + moe.moe_activation_bytes(c)
     elementwise = 2.0 * act_per_token_layer * mb_tokens * layers / tp / stream_rate
     layer_s = passes * (layers * m.cal.layer_s + c.n_moe_layers / pp * m.cal.moe_layer_s)
-    per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + a2a + handoff
+    per_micro = np.maximum(t_compute, t_weights) + elementwise + layer_s + tp_comm + a2a + handoff + ring
     # 1F1B: pp - 1 micro-batch slots of bubble; interleaved over vp chunks per stage, (pp - 1) / vp
     # (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters", §2.2).
     bubble = (pp - 1.0) / vp * per_micro
@@ -424,15 +470,18 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
     experts = moe.routed_total_params(c)
     dense_unit = (c.total_params - experts) / (tp * pp)
     expert_unit = experts / (shard * pp)
-    edp = np.where(moe.ep_of(lay) > 1, tp * dp / moe.ep_of(lay), dp)
+    # Context-parallel ranks hold the same weights: they reduce gradients (and ZeRO shards the
+    # optimizer) over dp x cp ranks, Megatron-Core's data-parallel-with-context-parallel group.
+    dcp = dp * cp
+    edp = np.where(moe.ep_of(lay) > 1, tp * dcp / moe.ep_of(lay), dcp)
     # Dense peers sit tp units apart; expert-data-parallel peers ep apart (expert tp is 1).
-    t_dp = _grad_allreduce(m, dp, tp, dense_unit * GRAD_BYTES_PER_PARAM)
+    t_dp = _grad_allreduce(m, dcp, tp, dense_unit * GRAD_BYTES_PER_PARAM)
     if experts:
         t_dp = t_dp + _grad_allreduce(m, edp, moe.ep_of(lay), expert_unit * GRAD_BYTES_PER_PARAM)
     exposed_dp = np.maximum(t_dp - BACKWARD_SHARE * n_micro * per_micro, 0.0)
     # Adam update: read and write fp32 master weights and both moments, read the gradient, on this
     # rank's shard (ZeRO), then write the bf16 weights.
-    zero_dp, zero_edp = (np.where(zero_stage >= 1, n, 1.0) for n in (dp, edp))
+    zero_dp, zero_edp = (np.where(zero_stage >= 1, n, 1.0) for n in (dcp, edp))
     per_param = GRAD_BYTES_PER_PARAM + w.weight
     optimizer_s = (
         dense_unit * (2.0 * OPTIMIZER_BYTES_PER_PARAM / zero_dp + per_param)
@@ -445,7 +494,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
         kv_bytes=(),
         stream_rate=stream_rate,
         all_reduce=tp_comm,
-        pipeline=handoff,
+        pipeline=handoff + ring,
         overhead=layer_s,
         all_to_all=a2a,
         repeat=n_micro,
@@ -465,7 +514,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
 
     def sharded(per_param: float, stage: int) -> Array:
         """Bytes per unit of one per-parameter state that ZeRO shards from `stage` on."""
-        dense = dense_unit / np.where(zero_stage >= stage, dp, 1.0)
+        dense = dense_unit / np.where(zero_stage >= stage, dcp, 1.0)
         return per_param * (dense + expert_unit / np.where(zero_stage >= stage, edp, 1.0))
 
     optimizer = sharded(OPTIMIZER_BYTES_PER_PARAM, 1)
@@ -480,6 +529,7 @@ def train_step(c: ModelCosts, m: Machine, lay: Layout, run: TrainingRun, w: Widt
         step_s=step,
         tokens_per_s_per_chip=tok_s_chip,
         model_flops_per_token=model_flops_per_token,
+        attention_flops_per_token=np.broadcast_to(attn_per_token, np.shape(mfu)),
         mfu=mfu,
         memory_per_unit=optimizer + grads + weights + activations,
         split=split,

@@ -17,9 +17,11 @@ from silica.legality import divisors
 
 __all__ = [
     "BATCHES",
+    "CP_DEGREES",
     "MAX_EP",
     "Grid",
     "TrainingGrid",
+    "cp_choices",
     "divisors",
     "ep_choices",
     "expand_ep",
@@ -103,6 +105,24 @@ def training_grid(
     """Every (instance, legal tp, instance count, pipeline degree) for the training search."""
     inst, tp, count, pp = _product(tp_options, counts, pp_degrees)
     return TrainingGrid(inst=inst, tp=tp, count=count, pp=pp)
+
+
+# Context-parallel degrees the training search tries, and the fewest tokens of each sequence a rank
+# keeps: below a few thousand, the ring's chunks are too short for attention to hide its exchange
+# (NeMo's long-sequence recipes start context parallelism at 32K tokens, cp 2).
+CP_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+MIN_CP_CHUNK_TOKENS = 8192
+
+
+def cp_choices(seq_len: int, cp: int | None) -> list[int]:
+    """Context-parallel degrees to try: the one given, else those that leave each rank at least
+    `MIN_CP_CHUNK_TOKENS` of a sequence (1 always). Megatron-Core splits a sequence into 2 cp
+    chunks, so cp must divide seq_len / 2."""
+    if cp is not None:
+        return [cp]
+    return [
+        c for c in CP_DEGREES if c == 1 or (seq_len // c >= MIN_CP_CHUNK_TOKENS and seq_len % (2 * c) == 0)
+    ]
 
 
 def ep_choices(n_experts: int, ep: int | None) -> list[int]:

@@ -11,7 +11,13 @@ from silica.catalog.schema import Catalog, Chip, Instance, Price, PurchaseOption
 from silica.cost import SECONDS_PER_MONTH, Ranking
 from silica.errors import InputError
 from silica.models.spec import ModelSpec
-from silica.perf.calibration import Calibration, FamilyParams, clip_band, load_calibration
+from silica.perf.calibration import (
+    INHERITED_BAND_WIDENING,
+    Calibration,
+    FamilyParams,
+    clip_band,
+    load_calibration,
+)
 from silica.perf.stacks import Stack, resolve_stack
 from silica.results import Band, PriceUsed
 from silica.workload import InferenceWorkload, TrainingWorkload
@@ -178,7 +184,7 @@ def resolve_targets(
                 raise
             refused = err
             continue
-        resolved = calibration.resolve(chip.family, stack.name)
+        resolved = calibration.resolve(chip.family, stack.name, task)
         key = f"{chip.family}/{stack.name}"
         params = calibration.extra.get("overlay_params", {}).get(key, resolved.params)  # perf/overlay.py
         targets.append(
@@ -190,7 +196,9 @@ def resolve_targets(
                 price=price_for(catalog, inst.id, option=option, region=region),
                 calibration=calibration,
                 stack=stack,
-                note=f"{stack.label} ({stack.name}); {resolved.note}",
+                note=f"{stack.label} ({stack.name}); "
+                + (f"{stack.release_note}; " if stack.release_note else "")
+                + resolved.note,
             )
         )
     if not targets and refused is not None:
@@ -225,6 +233,8 @@ def band(
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric)
+    if target.stack is not None and target.stack.unmeasured_release:  # `perf.stacks._release`
+        low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
     if fastest is not None:
         high = min(high, max(fastest, 1.0))
     if invert:  # a cost moves opposite to the speed it is derived from

@@ -1,4 +1,4 @@
-"""Search training deployments: instance x count x tp x pp, data parallelism fills the rest.
+"""Search training deployments: instance x count x tp x pp x cp, data parallelism fills the rest.
 
 Per instance type the best configuration is the cheapest run (fewest instance-hours) that fits in
 memory and meets the deadline; ties go to the faster one.
@@ -21,7 +21,7 @@ from silica.perf.kernels import ModelCosts, TrainStep, train_step
 from silica.perf.machine import GIB, RUNTIME_RESERVE_GIB, machine_arrays
 from silica.perf.moe import CAPACITY_FACTOR
 from silica.perf.precision import precision, widths
-from silica.plan.grid import ep_choices, expand_ep, training_grid
+from silica.plan.grid import cp_choices, ep_choices, expand_ep, training_grid
 from silica.plan.targets import Target, band, check_layout, price_used, tp_choices
 from silica.results import PhaseTime, TrainingEstimate
 from silica.workload import TrainingWorkload
@@ -45,6 +45,7 @@ def evaluate_training(
     dp: Array,
     full_recompute: NDArray[np.bool_] | None = None,
     ep: Array | None = None,
+    cp: Array | None = None,
 ) -> TrainStep:
     prec = precision("bf16", wl.compute_dtype)
     base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
@@ -55,7 +56,9 @@ def evaluate_training(
     return train_step(
         ModelCosts.of(model),
         m,
-        Layout(tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp, ep=ep),
+        Layout(
+            tp=tp, pp=pp, batch=np.full(n, float(wl.micro_batch)), static_shapes=static, dp=dp, ep=ep, cp=cp
+        ),
         TrainingRun(
             global_batch=np.full(n, float(wl.batch_sequences)),
             seq_len=np.full(n, float(wl.seq_len)),
@@ -78,6 +81,7 @@ def search_training(
     tp: int | None = None,
     pp: int | None = None,
     ep: int | None = None,
+    cp: int | None = None,
 ) -> list[TrainingEstimate]:
     legality.check_vp(wl.virtual_stages, pp)
     if wl.seq_len > model.max_positions:
@@ -86,6 +90,12 @@ def search_training(
             "(max_position_embeddings): the model cannot be trained at that length.",
             f"pass --seq-len {model.max_positions} or less, or a model with longer context.",
         )
+    if cp is not None and wl.seq_len % (2 * cp):
+        raise InputError(
+            f"cp {cp} does not split --seq-len {wl.seq_len:,} into 2 x {cp} equal chunks (Megatron-Core's "
+            "load-balanced context parallelism).",
+            f"pass a --cp that divides {wl.seq_len // 2:,}, or a --seq-len that is a multiple of {2 * cp}.",
+        )
     tp_options = tp_choices(model, targets, tp)
     if pp is not None and count is not None:
         check_layout(targets, tp_options, pp, count)
@@ -93,13 +103,25 @@ def search_training(
     grid = training_grid(tp_options, counts, [pp] if pp is not None else list(PIPELINE_DEGREES))
     stages = grid.pp
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
-    dp = units / (grid.tp * stages)
-    whole = (dp >= 1) & (np.abs(dp - np.round(dp)) < 1e-9) & (stages <= model.n_layers)
-    whole &= dp * wl.micro_batch <= wl.batch_sequences
+    ranks = units / (grid.tp * stages)  # data- and context-parallel ranks of one stage
+    whole = (ranks >= 1) & (np.abs(ranks - np.round(ranks)) < 1e-9) & (stages <= model.n_layers)
     keep = np.flatnonzero(whole)
+    # Every layout once per context-parallel degree that divides its ranks (`cp_choices`); the rest
+    # are data-parallel, each taking whole micro-batches of the global batch.
+    options = cp_choices(wl.seq_len, cp)
+    keep, cpa = (
+        np.concatenate([keep[np.round(ranks[keep]) % c == 0] for c in options]).astype(np.intp),
+        np.concatenate([np.full(int((np.round(ranks[keep]) % c == 0).sum()), float(c)) for c in options]),
+    )
+    fill = np.round(ranks[keep]) / cpa * wl.micro_batch <= wl.batch_sequences
+    keep, cpa = keep[fill], cpa[fill]
+    filled = keep.size > 0
     # Every layout once per legal expert-parallel degree (MoE models only; `ep_choices`).
-    keep, epa = expand_ep(keep, grid.tp[keep] * np.round(dp[keep]), ep_choices(model.n_experts, ep))
-    if ep is not None and count is not None and keep.size == 0 and whole.any():
+    at, epa = expand_ep(
+        np.arange(keep.size), grid.tp[keep] * np.round(ranks[keep]), ep_choices(model.n_experts, ep)
+    )
+    keep, cpa = keep[at], cpa[at]
+    if ep is not None and count is not None and keep.size == 0 and filled:
         raise InputError(
             f"ep {ep} divides none of the tp x dp layouts of {model.id} on {count} x "
             f"{targets[0].instance.id}: the expert-parallel group is carved from the tp x dp ranks "
@@ -107,17 +129,17 @@ def search_training(
             "pass an --ep that divides the GPUs (NeuronCores) per pipeline stage, or another --pp/--tp.",
         )
     # Every layout twice: selective recompute, and full recompute (slower, far less memory).
-    keep, epa = np.concatenate([keep, keep]), np.concatenate([epa, epa])
+    keep, epa, cpa = np.concatenate([keep, keep]), np.concatenate([epa, epa]), np.concatenate([cpa, cpa])
     full = np.arange(keep.size) >= keep.size // 2
     inst, tpa, ppa, dpa, cnt = (
         grid.inst[keep],
         grid.tp[keep],
         stages[keep],
-        np.round(dp[keep]),
+        np.round(ranks[keep]) / cpa,
         grid.count[keep],
     )
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
-        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa, full, ep=epa)
+        step = evaluate_training(model, wl, targets, inst, tpa, ppa, dpa, full, ep=epa, cp=cpa)
     capacity = np.asarray(
         [((t.chip.hbm_gib or np.nan) - RUNTIME_RESERVE_GIB) * GIB / t.chip.tp_cores_per_chip for t in targets]
     )[inst]
@@ -146,7 +168,12 @@ def search_training(
         near = good[instance_hours[good] <= 1.02 * instance_hours[good].min()]
         j = int(near[np.lexsort((days[near], cnt[near]))[0]])
         results.append(
-            _estimate(model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity, bool(full[j]))
+            replace(
+                _estimate(
+                    model, wl, target, j, step, tpa, ppa, dpa, cnt, chips, days, capacity, bool(full[j])
+                ),
+                cp=int(cpa[j]),
+            )
         )
         if model.is_moe:
             note = moe_note(int(epa[j]), 1.0 if wl.balanced_experts else CAPACITY_FACTOR)

@@ -108,6 +108,7 @@ class EstimateRequest(WorkloadFields):
     tp: int | None = _field("tp")
     pp: int | None = _field("pp")
     ep: int | None = _field("ep")
+    cp: int | None = _field("cp")
 
 
 class CompareRequest(WorkloadFields):

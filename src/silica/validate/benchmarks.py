@@ -51,6 +51,7 @@ class BenchmarkRow:
     metric: str
     value: float
     ep: int | None = None
+    cp: int | None = None  # context-parallel degree (training): ranks that split each sequence
     vp: int | None = None  # model chunks per pipeline stage (interleaved 1F1B), when the source states it
     engine: str = ""  # serving or training stack as the source names it (trtllm, nemo, nxdi, ...)
     as_of: str = ""
@@ -67,6 +68,7 @@ _RANGE = {
     "seq_len": (1, 100_000_000),
     "tp": (1, 1_000_000),
     "pp": (1, 10_000),
+    "cp": (1, 10_000),
     "vp": (1, 1_024),
 }
 
@@ -177,6 +179,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
                             metric=raw["metric"].strip(),
                             value=value,
                             ep=_int(raw, "ep", where),
+                            cp=_int(raw, "cp", where),
                             vp=_int(raw, "vp", where),
                             engine=(raw.get("engine") or "").strip(),
                             as_of=(raw.get("as_of") or "").strip(),

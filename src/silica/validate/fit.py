@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 
@@ -27,6 +27,7 @@ from silica.perf.calibration import (
     Calibration,
     FamilyParams,
 )
+from silica.perf.stacks import load_stacks
 from silica.validate.benchmarks import METRICS, BenchmarkRow
 from silica.validate.predict import Prepared, prepare, row_stack, stack_group
 
@@ -38,6 +39,7 @@ __all__ = [
     "fit_calibration",
     "fit_prepared",
     "leave_one_source_out",
+    "with_bands",
 ]
 
 Array = NDArray[np.float64]
@@ -370,12 +372,19 @@ def _raw_bands(res: _Residuals, keep: NDArray[np.bool_]) -> dict[str, dict[str, 
 
 
 def _widened(
-    raw: dict[str, dict[str, tuple[float, float, float]]], widen: float
+    raw: dict[str, dict[str, tuple[float, float, float]]], widen: float | Mapping[str, float]
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """Bands as measured / predicted ratios, each side `widen` times as far from the median (log)."""
+    """Bands as measured / predicted ratios, each side `widen` times as far from the median (log).
+
+    `widen` is one factor, or one per family with "*" for the families not named (`_choose_widenings`).
+    """
+
+    def factor(family: str) -> float:
+        return float(widen) if isinstance(widen, (int, float)) else widen.get(family, widen["*"])
+
     return {
         family: {
-            m: (math.exp(mid - widen * (mid - lo)), math.exp(mid + widen * (hi - mid)))
+            m: (math.exp(mid - factor(family) * (mid - lo)), math.exp(mid + factor(family) * (hi - mid)))
             for m, (lo, mid, hi) in table.items()
         }
         for family, table in raw.items()
@@ -384,8 +393,13 @@ def _widened(
 
 # The share of new measurements a p10-p90 band is meant to hold.
 BAND_TARGET = 0.8
-# Widening factors tried (log space, around the median), smallest first.
-_WIDENINGS = np.round(np.arange(1.0, 4.0001, 0.05), 2)
+# Widening factors tried (log space, around the median), smallest first. Below 1 narrows: a family
+# whose sources agree more than the pooled p10-p90 says gets a band that holds 80%, not all, of them.
+_WIDENINGS = np.round(np.arange(0.5, 4.0001, 0.05), 2)
+# A family sizes its own widening once this many of its rows, from this many sources, were held out
+# (fewer say little about how a new source of that family falls); else it takes the overall one.
+MIN_ROWS_FOR_OWN_WIDENING = 20
+MIN_SOURCES_FOR_OWN_WIDENING = 3
 
 
 def _held_out_hits(res: _Residuals, sources: Sequence[str]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
@@ -408,33 +422,57 @@ def _held_out_hits(res: _Residuals, sources: Sequence[str]) -> tuple[NDArray[np.
     return inside, considered
 
 
-def _choose_widening(res: _Residuals, sources: Sequence[str]) -> float:
-    """The smallest widening at which each of `sources`, held out in turn, has `BAND_TARGET` of its
-    rows inside bands sized on the rest (split-conformal calibration over sources)."""
-    inside, considered = _held_out_hits(res, sources)
-    n = considered.sum()
-    if n == 0:
+def _smallest_widening(hits: NDArray[np.bool_]) -> float:
+    """The smallest widening at which `BAND_TARGET` of these rows (rows x widenings) fall inside."""
+    if hits.shape[0] == 0:
         return 1.0
-    share = inside[considered].sum(axis=0) / n
-    ok = np.flatnonzero(share >= BAND_TARGET)
+    ok = np.flatnonzero(hits.mean(axis=0) >= BAND_TARGET)
     return float(_WIDENINGS[ok[0]] if ok.size else _WIDENINGS[-1])
+
+
+def _choose_widenings(res: _Residuals, sources: Sequence[str]) -> dict[str, float]:
+    """Per chip family, the smallest widening at which the family's rows of each of `sources`, held
+    out in turn, have `BAND_TARGET` of them inside bands sized on the rest (split-conformal
+    calibration over sources); "*": the same over every family's rows, for families with too few
+    rows or sources to size their own (`MIN_ROWS_FOR_OWN_WIDENING`, `MIN_SOURCES_FOR_OWN_WIDENING`).
+
+    One factor for every family held 93-100% of most families' held-out rows and 40% of L40S's:
+    the families' spreads differ, so each is sized on its own rows where it has enough.
+    """
+    inside, considered = _held_out_hits(res, sources)
+    out = {"*": _smallest_widening(inside[considered])}
+    family, names = np.asarray(res.family), np.asarray(res.source)
+    for f in sorted(set(family[considered].tolist())):
+        rows = considered & (family == f)
+        if (
+            rows.sum() >= MIN_ROWS_FOR_OWN_WIDENING
+            and len(set(names[rows].tolist())) >= MIN_SOURCES_FOR_OWN_WIDENING
+        ):
+            out[f] = _smallest_widening(inside[rows])
+    return out
+
+
+def _choose_widening(res: _Residuals, sources: Sequence[str]) -> float:
+    """The one widening over every family's rows (`_choose_widenings`' "*")."""
+    return _choose_widenings(res, sources)["*"]
 
 
 def band_table(
     prepared: Prepared, predicted: Array, catalog: Catalog, mask: NDArray[np.bool_] | None = None
-) -> tuple[dict[str, dict[str, tuple[float, float]]], float]:
+) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, float]]:
     """Bands per family and metric (and 'all') from `predicted`'s residuals over `mask`'s rows.
 
     `predicted` should be out of sample (leave-one-source-out). The p10-p90 of those residuals,
     weighted so each source counts once, still covers fewer than 80% of a *new* source's rows: its
     bias is shared by all its rows. So the band is widened (in log space, around its median) by the
     smallest factor at which every source, held out in turn, has 80% of its rows inside the band
-    sized on the others. Returns the bands and that factor.
+    sized on the others; per chip family where the family has rows enough (`_choose_widenings`).
+    Returns the bands and the factors ("*": the families without one of their own).
     """
     res = _residuals(prepared, predicted, catalog)
     keep = np.ones(len(res.log_ratio), dtype=bool) if mask is None else mask[res.index]
     sources = sorted({s for s, k in zip(res.source, keep, strict=True) if k})
-    widen = _choose_widening(res, sources)
+    widen = _choose_widenings(res, sources)
     return _widened(_raw_bands(res, keep), widen), widen
 
 
@@ -477,7 +515,7 @@ def held_out_hits(
     for source in sorted(set(res.source)):
         held = names == source
         others = sorted({s for s in res.source if s != source})
-        nested = replace(fitted, bands=_widened(_raw_bands(res, ~held), _choose_widening(res, others)))
+        nested = replace(fitted, bands=_widened(_raw_bands(res, ~held), _choose_widenings(res, others)))
         for j in np.flatnonzero(held):
             ratio = float(math.exp(res.log_ratio[j]))
             out.append((res.family[j], _inside(nested, res.family[j], res.metric[j], ratio)))
@@ -519,12 +557,16 @@ def best_published_mfu(
             c = ModelCosts.of(load_model(row.model))
         except SilicaError:
             continue
+        attention = 3.0 * float(
+            c.attention_flops(np.asarray(1.0), np.asarray(row.seq_len / 2.0), np.asarray(c.n_heads))
+        )
         if row.metric == "train_model_tflops_per_chip":
-            mfu = row.value / peak
+            # A stack that counts every query-key pair reports attention twice over (`attention_flops`).
+            stack = load_stacks().get(row_stack(row))
+            counted = 2.0 if stack is not None and stack.attention_flops == "full" else 1.0
+            causal = 6.0 * c.matmul_params + attention
+            mfu = row.value / peak * causal / (causal + (counted - 1.0) * attention)
         else:
-            attention = 3.0 * float(
-                c.attention_flops(np.asarray(1.0), np.asarray(row.seq_len / 2.0), np.asarray(c.n_heads))
-            )
             mfu = row.value * (6.0 * c.matmul_params + attention) / (peak * 1e12)
         kind = "moe" if c.n_experts else "dense"
         current = best[chip.family][flops_dtype].get(kind)
@@ -570,16 +612,30 @@ def fit_calibration(
         extra={"metrics": list(METRICS), "fitted_stacks": stacks},
     )
     loso = leave_one_source_out(prepared, catalog, fitted, progress)
-    bands, widen = band_table(prepared, loso, catalog)
+    return with_bands(fitted, rows, prepared, loso, catalog)
+
+
+def with_bands(
+    fitted: Calibration, rows: Sequence[BenchmarkRow], prepared: Prepared, loso: Array, catalog: Catalog
+) -> Calibration:
+    """`fitted` with its bands, their coverage and the MFU anchors, from the leave-one-source-out
+    predictions `loso` of `rows` (`fit_calibration`'s last step; also how bands are resized on a
+    fit's saved leave-one-source-out predictions without refitting every source)."""
+    bands, widenings = band_table(prepared, loso, catalog)
+    widen = widenings["*"]
+    own = ", ".join(f"{f} {w:g}x" for f, w in sorted(widenings.items()) if f != "*")
     shipped = replace(fitted, bands=bands)
     coverage = band_coverage(prepared, catalog, shipped, prepared.predict(shipped), loso)
     extra = {
         **fitted.extra,
         "band": (
             "p10-p90 of measured/predicted, each predicted by a fit without its source, each source "
-            f"weighted alike, widened {widen:g}x (log) so that a held-out source has 80% of its rows inside"
+            f"weighted alike, widened (log, around the median) so that a held-out source has 80% of its "
+            f"rows inside: per family where it has {MIN_ROWS_FOR_OWN_WIDENING} rows from "
+            f"{MIN_SOURCES_FOR_OWN_WIDENING} sources ({own or 'none'}), else {widen:g}x"
         ),
         "band_widening": widen,
+        "band_widening_by_family": {f: w for f, w in sorted(widenings.items()) if f != "*"},
         "band_coverage": coverage,
         "best_published_mfu": best_published_mfu(rows, catalog),
     }

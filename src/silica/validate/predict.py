@@ -28,6 +28,7 @@ from silica.errors import InputError, SilicaError
 from silica.models import load_model
 from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, clip_band, load_calibration
+from silica.perf.kernels import TrainStep
 from silica.perf.precision import precision
 from silica.perf.stacks import default_stack, load_stacks, stack_of_source
 from silica.plan.grid import BATCHES, Grid
@@ -213,6 +214,7 @@ class _Group:
     grid: Grid
     pp: Array
     ep: Array  # the row's expert-parallel degree (1 where it states none)
+    cp: Array  # the row's context-parallel degree (1 where it states none)
 
 
 def prepare(rows: Sequence[BenchmarkRow], catalog: Catalog | None = None) -> Prepared:
@@ -251,7 +253,7 @@ def _build(
     stack: str,
 ) -> _Group:
     targets: dict[str, Target] = {}
-    inst, tp, count, batch, pp, ep, owner = [], [], [], [], [], [], []
+    inst, tp, count, batch, pp, ep, cp, owner = [], [], [], [], [], [], [], []
     for k, i in enumerate(idx):
         row = rows[i]
         chip = catalog.chips[row.chip]
@@ -276,6 +278,7 @@ def _build(
             batch.append(b)
             pp.append(row.pp or 1)
             ep.append(row.ep or 1)
+            cp.append(row.cp or 1)
             owner.append(k)
     f64 = np.float64
     grid = Grid(
@@ -298,6 +301,7 @@ def _build(
         grid=grid,
         pp=np.asarray(pp, dtype=f64),
         ep=np.asarray(ep, dtype=f64),
+        cp=np.asarray(cp, dtype=f64),
     )
 
 
@@ -313,14 +317,16 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams], bound: bool = False) ->
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst] * grid.count
     metric = np.asarray([_METRIC_CODE[g.metrics[k]] for k in g.owner])
     if isinstance(g.workload, TrainingWorkload):
-        dp = np.round(units / (grid.tp * g.pp))
-        step = evaluate_training(g.model, g.workload, targets, grid.inst, grid.tp, g.pp, dp, ep=g.ep)
+        dp = np.round(units / (grid.tp * g.pp * g.cp))
+        step = evaluate_training(g.model, g.workload, targets, grid.inst, grid.tp, g.pp, dp, ep=g.ep, cp=g.cp)
         prec = precision("bf16", g.workload.compute_dtype)
         peak = np.asarray([(t.chip.peak_tflops(prec.flops_dtype) or np.nan) for t in targets])[grid.inst]
-        # The source's model TFLOP/s per chip is the MFU `estimate` reports times the chip's peak.
-        value = np.where(metric == 6, step.tokens_per_s_per_chip, step.mfu * peak)
+        # The source's model TFLOP/s per chip is the MFU `estimate` reports times the chip's peak,
+        # recounted as the source counts attention (`attention_flops` in data/stacks.yaml).
+        counted = _counted_flops_ratio(g, step)
+        value = np.where(metric == 6, step.tokens_per_s_per_chip, step.mfu * peak * counted)
         if bound:  # 100% MFU
-            value = np.where(metric == 6, step.tokens_per_s_per_chip / step.mfu, peak)
+            value = np.where(metric == 6, step.tokens_per_s_per_chip / step.mfu, peak * counted)
         value = np.where(dp >= 1, value, np.nan)
         return _per_row(g, value, "first")
     wl = g.workload
@@ -339,6 +345,16 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams], bound: bool = False) ->
         return _per_row(g, value, "max")
     value = np.where(metric == 0, ttft * 1e3, np.where(metric == 1, tpot * 1e3, replicas * tok_s))
     return _per_row(g, value, "first")
+
+
+def _counted_flops_ratio(g: _Group, step: TrainStep) -> Array:
+    """The source's model FLOPs per token over Silica's: 1, or with every query-key pair counted
+    (twice the causal attention) where the row's stack publishes that count."""
+    stack = load_stacks().get(g.stack or "")
+    if stack is None or stack.attention_flops == "causal":
+        return np.ones_like(step.mfu)
+    causal = step.model_flops_per_token + step.attention_flops_per_token
+    return (causal + step.attention_flops_per_token) / causal
 
 
 _METRIC_CODE = {
@@ -375,7 +391,7 @@ class Prepared:
         `only`: evaluate just the groups with a target on one of these entries (the fit's inner loop).
         """
         out = np.full(len(self.rows), np.nan)
-        resolved: dict[tuple[str, str], tuple[FamilyParams, str]] = {}
+        resolved: dict[tuple[str, str, str], tuple[FamilyParams, str]] = {}
         for g in self.groups:
             entries = []
             for t in g.targets:
@@ -383,10 +399,11 @@ class Prepared:
                 # on the vendor's recommended stack for the task.
                 stack = g.stack or default_stack(t.chip.vendor, g.kind)[0].name
                 f = t.chip.family
-                if (f, stack) not in resolved:
-                    r = calibration.resolve(f, stack)
-                    resolved[(f, stack)] = (r.params, r.key)
-                entries.append(resolved[(f, stack)])
+                task = "training" if g.kind == "training" else "inference"
+                if (f, stack, task) not in resolved:
+                    r = calibration.resolve(f, stack, task)
+                    resolved[(f, stack, task)] = (r.params, r.key)
+                entries.append(resolved[(f, stack, task)])
             if only is not None and not only.intersection(key for _, key in entries):
                 continue
             with np.errstate(all="ignore"):
