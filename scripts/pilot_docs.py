@@ -1,6 +1,7 @@
 """Regenerate what docs/pilot.md shows: the kit layouts it quotes, and the report screenshots.
 
     python scripts/pilot_docs.py            # print the quoted block (tests/pilot/test_docs.py checks it)
+    python scripts/pilot_docs.py --write    # replace both blocks in docs/pilot.md
     python scripts/pilot_docs.py --shots    # also run the loop on a tiny local model and screenshot
 
 The screenshots come from a real run: `transformers serve` on this machine with the tiny random
@@ -145,10 +146,23 @@ def shots(out_dir: Path) -> None:
             browser.close()
 
 
+def write_blocks(doc: Path) -> None:
+    """Put the kit block and the recorded vLLM table between their markers in `doc`."""
+    text = doc.read_text(encoding="utf-8")
+    for name, body in (("pilot-kits", f"```\n{kit_block()}\n```"), ("pilot-vllm", vllm_block())):
+        begin, end = f"<!-- {name}:begin -->\n", f"\n<!-- {name}:end -->"
+        head, rest = text.split(begin, 1)
+        text = head + begin + body + end + rest.split(end, 1)[1]
+    doc.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shots", action="store_true", help="also regenerate the report screenshots")
+    ap.add_argument("--write", action="store_true", help="replace the quoted blocks in docs/pilot.md")
     args = ap.parse_args()
+    if args.write:
+        write_blocks(ROOT / "docs" / "pilot.md")
     print(kit_block())
     print()
     print(vllm_block())
