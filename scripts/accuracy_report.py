@@ -114,8 +114,8 @@ def main() -> None:
     by_family: dict[str, list[bool]] = defaultdict(list)
     for family, hit in held_out_hits(prepared, catalog, shipped, loso_pred):
         by_family[family].append(hit)
-    widen = float(shipped.extra.get("band_widening", 1.0))
-    own_widening: dict[str, float] = shipped.extra.get("band_widening_by_family", {})
+    widen = shipped.band_widening
+    own_widening = shipped.band_widening_by_family
     family_sources: dict[str, set[str]] = defaultdict(set)
     for r in rows:
         if r.chip in catalog.chips:
@@ -375,7 +375,7 @@ def _stack_section(cal: Calibration) -> list[str]:
     """Which stacks each calibration entry was fitted on, and what an estimate falls back to."""
     from silica.perf.stacks import default_stack, load_stacks
 
-    fitted = cal.extra.get("fitted_stacks", {})
+    fitted = cal.fitted_stacks
     lines = [
         "## Serving and training stacks",
         "",

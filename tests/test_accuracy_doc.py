@@ -41,6 +41,6 @@ def test_report_shows_the_shipped_calibration_and_band_coverage() -> None:
         quoted = [float(v) for v in row.group(1).split(" | ")]
         expected = [getattr(params, n) for n in FITTED_PARAM_NAMES]
         assert quoted == pytest.approx(expected, rel=1e-3), family
-    coverage = cal.extra["band_coverage"]
+    coverage = cal.band_coverage
     assert f"| {coverage['out_of_sample']:.1%} |" in DOC
     assert f"| {coverage['in_sample']:.1%} |" in DOC

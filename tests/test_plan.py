@@ -232,7 +232,7 @@ def test_a_training_mfu_beyond_every_published_measurement_says_it_extrapolates(
     wl = TrainingWorkload(seq_len=8192)
     r = estimate("llama-3.1-8b", wl, Deployment("trn2.48xlarge"))
     cal = load_calibration()
-    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["dense"]["mfu"]
+    best = cal.best_published_mfu["neuron-v2"]["bf16"]["dense"]["mfu"]
     notes = [a for a in r.assumptions if a.startswith("extrapolates")]
     assert (r.mfu is not None and r.mfu > best) == bool(notes), (r.mfu, best, notes)
     assert notes and f"{best:.1%}" in notes[0]
@@ -240,7 +240,7 @@ def test_a_training_mfu_beyond_every_published_measurement_says_it_extrapolates(
 
 def test_a_training_mfu_within_the_published_range_carries_no_extrapolation_note() -> None:
     cal = load_calibration()
-    best = cal.extra["best_published_mfu"]["neuron-v2"]["bf16"]["dense"]["mfu"]
+    best = cal.best_published_mfu["neuron-v2"]["bf16"]["dense"]["mfu"]
     assert cal.mfu_check("neuron-v2", "bf16", best * 0.9) is None
     assert cal.mfu_check("neuron-v3", "bf16", best * 1.1) is not None  # inherited ceiling
     assert "no published fp8" in (cal.mfu_check("neuron-v2", "fp8", 0.1) or "")
@@ -250,7 +250,7 @@ def test_a_dense_estimate_is_never_bounded_by_a_mixture_of_experts_row() -> None
     """Hopper's only bf16 training rows are MoE (GPT-OSS 120B, about 20% MFU): a dense Llama at 49%
     is not "above the best published" of its kind; there is no dense bf16 row to compare with."""
     cal = load_calibration()
-    moe = cal.extra["best_published_mfu"]["hopper"]["bf16"]["moe"]
+    moe = cal.best_published_mfu["hopper"]["bf16"]["moe"]
     dense_note = cal.mfu_check("hopper", "bf16", 0.49)
     assert dense_note is not None and "no published bf16 training measurement of a dense model" in dense_note
     moe_note = cal.mfu_check("hopper", "bf16", moe["mfu"] * 1.2, moe=True) or ""
@@ -267,4 +267,4 @@ def test_the_mfu_anchors_are_the_bundled_measurements_best() -> None:
     if not all(p.exists() for p in paths):
         pytest.skip("a measurement file calibration.json names is not present")
     rows = [r for p in paths for r in read_benchmarks(p)]
-    assert best_published_mfu(rows, load_catalog()) == cal.extra["best_published_mfu"]
+    assert best_published_mfu(rows, load_catalog()) == cal.best_published_mfu

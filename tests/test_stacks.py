@@ -81,7 +81,7 @@ def test_replacing_a_familys_parameters_replaces_them_for_every_stack() -> None:
 
 def test_shipped_calibration_names_the_stacks_each_entry_was_fitted_on() -> None:
     cal = load_calibration()
-    fitted = cal.extra.get("fitted_stacks", {})
+    fitted = cal.fitted_stacks
     for key in cal.params:
         assert key in fitted and sum(fitted[key].values()) == cal.fitted_rows[key], key
         if "/" in key:  # a stack's own entry holds that stack's rows only

@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         command = "silica calibrate " + " ".join(str(f) for f in files) + f" --out {out}"
         result = _fit_with_progress(rows, command, fit_calibration)
         write_text(out, json.dumps(calibration_to_json(result), indent=2) + "\n")
-        coverage = result.extra.get("band_coverage", {})
+        coverage = result.band_coverage
         sys.stdout.write(
             f"fitted {', '.join(f'{k} ({v} rows)' for k, v in result.fitted_rows.items())}; "
             f"p10-p90 band covers {coverage.get('in_sample', float('nan')):.0%} of rows in sample, "

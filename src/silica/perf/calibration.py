@@ -155,6 +155,18 @@ class Resolved:
 
 
 @dataclass(frozen=True, slots=True)
+class Overlay:
+    """Parameters a pilot or monitor fitted for (family/engine) pairs, applied over the shipped ones.
+
+    `labels` names each entry's source run; an empty overlay marks a calibration the user's overlay
+    must not be applied to (`perf.overlay.without_user_overlay`).
+    """
+
+    labels: dict[str, str] = field(default_factory=dict)
+    params: dict[str, FamilyParams] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """Fitted parameters per family, and each family's error band per metric.
 
@@ -168,7 +180,22 @@ class Calibration:
     generated_by: str
     as_of: str
     source: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    # What `silica calibrate` records beside the parameters (JSON keys in brackets). Typed fields,
+    # not a side-channel dict, so every reader names what it reads.
+    metrics: tuple[str, ...] = ()  # ["metrics"] the figures the fit compares
+    fitted_stacks: dict[str, dict[str, int]] = field(
+        default_factory=dict
+    )  # ["fitted_stacks"] rows per entry and stack group
+    band_note: str = ""  # ["band"] how the bands were made
+    band_widening: float = 1.0  # ["band_widening"] the pooled log-widening
+    band_widening_by_family: dict[str, float] = field(default_factory=dict)  # ["band_widening_by_family"]
+    band_coverage: dict[str, Any] = field(
+        default_factory=dict
+    )  # ["band_coverage"] in/out-of-sample, per family
+    best_published_mfu: dict[str, Any] = field(
+        default_factory=dict
+    )  # ["best_published_mfu"] family/dtype/kind -> row
+    overlay: Overlay | None = None  # a pilot's or monitor's overlay (perf/overlay.py); never in the file
 
     def resolve(self, family: str, stack: str | None = None, task: str | None = None) -> Resolved:
         """The parameters for a family under a serving or training stack, and where they come from.
@@ -224,7 +251,7 @@ class Calibration:
         params = self.params[key]
         if steps and family in INHERITED_OVERRIDES:
             params = replace(params, **{k: v for k, (v, _) in INHERITED_OVERRIDES[family].items()})
-        counts = self.extra.get("fitted_stacks", {}).get(key, {})
+        counts = self.fitted_stacks.get(key, {})
         rows = ", ".join(f"{g} {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         fitted = f"fitted on {seen} measurements" + (f" ({rows} rows)" if rows else "")
         if len(via) > 1:
@@ -267,7 +294,7 @@ class Calibration:
         mixture-of-experts (`best_published_mfu`, written by `calibrate` from the bundled rows; the
         sentence names the row, its engine and its source).
         """
-        table: dict[str, Any] = self.extra.get("best_published_mfu", {})
+        table = self.best_published_mfu
         kind = "moe" if moe else "dense"
         label = "mixture-of-experts" if moe else "dense"
         seen = family
@@ -350,6 +377,9 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
             unknown = sorted(set(p) - set(PARAM_NAMES)) if isinstance(p, dict) else []
             if unknown:  # repr: a key may hold any character, the message stays one line
                 raise ValueError(f"{fam!r} has unknown parameter(s) {', '.join(map(repr, unknown))}")
+        unknown_keys = sorted(set(raw) - _FILE_KEYS)
+        if unknown_keys:
+            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown_keys))}")
         params = {
             fam: FamilyParams(**_checked(p, f"{where}: families.{fam}")) for fam, p in raw["families"].items()
         }
@@ -364,11 +394,18 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
             generated_by=str(raw["generated_by"]),
             as_of=str(raw["as_of"]),
             source=str(raw["source"]),
-            extra={
-                k: v
-                for k, v in raw.items()
-                if k not in {"families", "bands", "fitted_rows", "generated_by", "as_of", "source"}
+            metrics=tuple(str(m) for m in raw.get("metrics", ())),
+            fitted_stacks={
+                str(k): {str(g): int(n) for g, n in v.items()}
+                for k, v in raw.get("fitted_stacks", {}).items()
             },
+            band_note=str(raw.get("band", "")),
+            band_widening=float(raw.get("band_widening", 1.0)),
+            band_widening_by_family={
+                str(k): float(v) for k, v in raw.get("band_widening_by_family", {}).items()
+            },
+            band_coverage=dict(raw.get("band_coverage", {})),
+            best_published_mfu=dict(raw.get("best_published_mfu", {})),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise DataFileError(
@@ -376,7 +413,40 @@ def _parse(raw: dict[str, Any], where: str) -> Calibration:
         ) from err
 
 
+_FILE_KEYS = frozenset(
+    {
+        "generated_by",
+        "as_of",
+        "source",
+        "families",
+        "bands",
+        "fitted_rows",
+        "metrics",
+        "fitted_stacks",
+        "band",
+        "band_widening",
+        "band_widening_by_family",
+        "band_coverage",
+        "best_published_mfu",
+    }
+)
+
+
 def calibration_to_json(cal: Calibration) -> dict[str, Any]:
+    """The file `silica calibrate --out` writes (`_parse` reads it back); the overlay is never saved."""
+    recorded: dict[str, Any] = {}
+    if cal.metrics:
+        recorded["metrics"] = list(cal.metrics)
+    if cal.fitted_stacks:
+        recorded["fitted_stacks"] = cal.fitted_stacks
+    if cal.band_note:
+        recorded |= {
+            "band": cal.band_note,
+            "band_widening": cal.band_widening,
+            "band_widening_by_family": cal.band_widening_by_family,
+            "band_coverage": cal.band_coverage,
+            "best_published_mfu": cal.best_published_mfu,
+        }
     return {
         "generated_by": cal.generated_by,
         "as_of": cal.as_of,
@@ -389,7 +459,7 @@ def calibration_to_json(cal: Calibration) -> dict[str, Any]:
             for fam, t in sorted(cal.bands.items())
         },
         "fitted_rows": dict(sorted(cal.fitted_rows.items())),
-        **cal.extra,
+        **recorded,
     }
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from silica.errors import DataFileError
-from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams
+from silica.perf.calibration import PARAM_BOUNDS, PARAM_NAMES, Calibration, FamilyParams, Overlay
 
 __all__ = ["OVERLAY_SCHEMA", "overlay_path", "with_user_overlay", "without_user_overlay"]
 
@@ -76,7 +76,7 @@ def with_user_overlay(cal: Calibration, path: Path) -> Calibration:
     inherits from an overlaid one, keeps the shipped parameters.
     """
     entries = read_overlay(path)
-    if not entries or "overlay" in cal.extra:
+    if not entries or cal.overlay is not None:
         return cal
     params: dict[str, FamilyParams] = {}
     labels: dict[str, str] = {}
@@ -86,9 +86,9 @@ def with_user_overlay(cal: Calibration, path: Path) -> Calibration:
         moved = {n: float(v) for n, v in e["params"].items() if n in PARAM_NAMES}
         params[f"{family}/{engine}"] = replace(base, **moved)
         labels[f"{family}/{engine}"] = str(e["label"])
-    return replace(cal, extra={**cal.extra, "overlay": labels, "overlay_params": params})
+    return replace(cal, overlay=Overlay(labels=labels, params=params))
 
 
 def without_user_overlay(cal: Calibration) -> Calibration:
     """A calibration the overlay will not be applied to (fitting a new overlay starts from the shipped one)."""
-    return replace(cal, extra={**cal.extra, "overlay": {}, "overlay_params": {}})
+    return replace(cal, overlay=Overlay())

@@ -62,7 +62,7 @@ class Target:
     @property
     def calibration_note(self) -> str:
         key = f"{self.chip.family}/{self.engine}"
-        overlay = self.calibration.extra.get("overlay", {}).get(key)
+        overlay = self.calibration.overlay.labels.get(key) if self.calibration.overlay else None
         note = self.note or f"fitted on {self.chip.family} measurements"
         return f"{note}; {overlay}" if overlay else note
 
@@ -186,7 +186,8 @@ def resolve_targets(
             continue
         resolved = calibration.resolve(chip.family, stack.name, task)
         key = f"{chip.family}/{stack.name}"
-        params = calibration.extra.get("overlay_params", {}).get(key, resolved.params)  # perf/overlay.py
+        overlaid = calibration.overlay.params if calibration.overlay else {}  # perf/overlay.py
+        params = overlaid.get(key, resolved.params)
         targets.append(
             Target(
                 instance=inst,

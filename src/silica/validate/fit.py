@@ -609,7 +609,8 @@ def fit_calibration(
         generated_by=command,
         as_of=date.today().isoformat(),
         source=f"{len(rows)} rows from {len(sources)} published sources",
-        extra={"metrics": list(METRICS), "fitted_stacks": stacks},
+        metrics=tuple(METRICS),
+        fitted_stacks=stacks,
     )
     loso = leave_one_source_out(prepared, catalog, fitted, progress)
     return with_bands(fitted, rows, prepared, loso, catalog)
@@ -626,17 +627,16 @@ def with_bands(
     own = ", ".join(f"{f} {w:g}x" for f, w in sorted(widenings.items()) if f != "*")
     shipped = replace(fitted, bands=bands)
     coverage = band_coverage(prepared, catalog, shipped, prepared.predict(shipped), loso)
-    extra = {
-        **fitted.extra,
-        "band": (
+    return replace(
+        shipped,
+        band_note=(
             "p10-p90 of measured/predicted, each predicted by a fit without its source, each source "
             f"weighted alike, widened (log, around the median) so that a held-out source has 80% of its "
             f"rows inside: per family where it has {MIN_ROWS_FOR_OWN_WIDENING} rows from "
             f"{MIN_SOURCES_FOR_OWN_WIDENING} sources ({own or 'none'}), else {widen:g}x"
         ),
-        "band_widening": widen,
-        "band_widening_by_family": {f: w for f, w in sorted(widenings.items()) if f != "*"},
-        "band_coverage": coverage,
-        "best_published_mfu": best_published_mfu(rows, catalog),
-    }
-    return replace(shipped, extra=extra)
+        band_widening=widen,
+        band_widening_by_family={f: w for f, w in sorted(widenings.items()) if f != "*"},
+        band_coverage=coverage,
+        best_published_mfu=best_published_mfu(rows, catalog),
+    )
