@@ -204,8 +204,23 @@ def test_a_running_sweep_stops_on_cancel_and_on_its_time_limit(
 ) -> None:
     """A sweep job reports after each scenario, and that is where a cancel or its time limit stops
     it: the one job worker is free again long before the sweep would have ended."""
+    import threading
+
+    import silica.fleet
     from silica.serve import actions
 
+    # Deterministic on a busy machine: after each scenario the sweep waits until the test has sent its
+    # cancel, so the worker cannot race through the remaining scenarios between poll and cancel.
+    gate, real = threading.Event(), silica.fleet.run_sweep
+
+    def gated(*args: Any, on_done: Any, **kwargs: Any) -> Any:
+        def each(result: Any) -> None:
+            on_done(result)
+            gate.wait(60)
+
+        return real(*args, on_done=each, **kwargs)
+
+    monkeypatch.setattr(silica.fleet, "run_sweep", gated)
     fleet = (EXAMPLES / "fleet.yaml").read_bytes()  # 8 scenarios of a week each
     done = ("done", "failed", "cancelled")
     with _client(tmp_path) as c:
@@ -216,6 +231,7 @@ def test_a_running_sweep_stops_on_cancel_and_on_its_time_limit(
                 break
             time.sleep(0.02)
         assert c.post(f"/api/v1/jobs/{job['id']}/cancel").status_code == 200
+        gate.set()
         stopped = _settled(c, job["id"], done)
         assert stopped["status"] == "cancelled" and stopped["progress"] < 0.9, stopped
         assert "cancelled by a user" in stopped["error"]["detail"]
