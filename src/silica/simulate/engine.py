@@ -268,25 +268,29 @@ class Replica:
                         else:
                             prefilling.append([r, need, need])
                 b = len(running)
+                if not prefilling and not b:
+                    break  # idle: nothing admitted and nothing running
+                # KV room for this step (prompts admitted to it hold `reserved`): preempt the newest
+                held = reserved if prefilling else 0
+                while b and ctx_sum + held + b > cap:
+                    r = running.pop()
+                    gen = steps - join[r]
+                    ctx = context0[r] + gen
+                    ctx_sum -= ctx
+                    left[r] -= gen
+                    preemptions[r] += 1
+                    preempted_at[r] = t
+                    del join[r]
+                    if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
+                        swapped[r] = ctx
+                        dt = ctx * swap_s
+                        busy += dt
+                        kv_s += (ctx_sum + reserved) * dt
+                        in_sys += dt * outstanding
+                        t += dt
+                    waiting.appendleft(r)
+                    b -= 1
                 if prefilling:
-                    while b and ctx_sum + reserved + b > cap:  # KV room: preempt the newest
-                        r = running.pop()
-                        gen = steps - join[r]
-                        ctx = context0[r] + gen
-                        ctx_sum -= ctx
-                        left[r] -= gen
-                        preemptions[r] += 1
-                        preempted_at[r] = t
-                        del join[r]
-                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
-                            swapped[r] = ctx
-                            dt = ctx * swap_s
-                            busy += dt
-                            kv_s += (ctx_sum + reserved) * dt
-                            in_sys += dt * outstanding
-                            t += dt
-                        waiting.appendleft(r)
-                        b -= 1
                     # one step that prefills (chunks of) waiting prompts alongside the running decodes
                     room = budget - b
                     chunk = 0
@@ -367,26 +371,6 @@ class Replica:
                         running.append(r)
                         heappush(heap, (steps + togo, r))
                 else:
-                    if not b:
-                        break  # idle: nothing admitted and nothing running
-                    while b and ctx_sum + b > cap:  # KV room for the next decode step
-                        r = running.pop()
-                        gen = steps - join[r]
-                        ctx = context0[r] + gen
-                        ctx_sum -= ctx
-                        left[r] -= gen
-                        preemptions[r] += 1
-                        preempted_at[r] = t
-                        del join[r]
-                        if swap_s:  # its KV cache goes to host memory: the copy stalls the engine
-                            swapped[r] = ctx
-                            dt = ctx * swap_s
-                            busy += dt
-                            kv_s += (ctx_sum + reserved) * dt
-                            in_sys += dt * outstanding
-                            t += dt
-                        waiting.appendleft(r)
-                        b -= 1
                     if not b:
                         continue
                     # A run of identical decode steps up to the next finish, a full cache or the horizon.
