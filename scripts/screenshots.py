@@ -4,7 +4,8 @@
     python scripts/screenshots.py --out DIR  # somewhere else (the browser test uses a temporary one)
 
 The reports are made by the real CLI from the repository's examples (advise: examples/inventory.yaml,
-claims: the bundled claims, fleet: examples/fleet.yaml, monitor: the synthetic replay the monitor tests
+claims: the bundled claims, fleet: examples/fleet.yaml, simulate: Llama 3.1 8B on a g6e.xlarge at 2 req/s,
+monitor: the synthetic replay the monitor tests
 use), into a temporary folder, with the store pointed there too, so nothing is left in the checkout but
 the PNGs. Chromium is $SILICA_TEST_CHROMIUM, else `chromium` on PATH. Pages taller than MAX_HEIGHT are
 cut there (the top of a report is what a reader sees first; the rest repeats the same components).
@@ -103,6 +104,9 @@ def render_reports(tmp: Path) -> dict[str, Path]:
     _silica(tmp, "advise", "examples/inventory.yaml", "--no-store", "--html", str(out["advice"]))
     _silica(tmp, "claims", "--no-store", "--html", str(out["claims"]))
     _silica(tmp, "fleet", "simulate", "examples/fleet.yaml", "--html", str(out["fleet"]))
+    out["simulate"] = tmp / "simulate.html"
+    _silica(tmp, "simulate", "llama-3.1-8b", "--on", "g6e.xlarge", "--rate", "2", "--requests", "1000",
+            "--html", str(out["simulate"]))  # fmt: skip
     out["monitor"] = _monitor(tmp)
     return out
 

@@ -47,28 +47,32 @@ CHART = ROOT / "docs" / "img" / "simulate-ttft-vs-rate.svg"
 
 
 def ttft_chart() -> str:
-    """SVG: p50/p90/p99 TTFT against the request rate, the setting of the rates table (one replica)."""
-    from silica.report.svg import Line, line_chart
-    from silica.simulate import simulate, synthetic
+    """SVG: p50/p90/p99 TTFT against the request rate, the setting of the rates table (one replica),
+    with the p99 band's ends: the library's latency-vs-rate series (`simulate.curve.latency_curve`)
+    drawn by the reports' chart (`report.simulate.latency_lines`), as `silica simulate --html` does."""
+    from silica.report.simulate import latency_lines
+    from silica.report.svg import line_chart
+    from silica.simulate import synthetic
+    from silica.simulate.curve import band_factors, latency_curve
     from silica.simulate.deploy import plan_replica
     from silica.workload import InferenceWorkload
 
-    table = plan_replica(
-        "llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256)
-    ).table
-    rates = [0.5 * k for k in range(1, 11)]  # up to 5/s: past it the queue grows without bound
-    runs = [simulate(synthetic(rate=r, n=2000, input_len=1024, output_len=256, seed=0), table) for r in rates]
-    lines = [
-        Line("p50", [r.ttft.p50 for r in runs], "#56b4e9"),
-        Line("p90", [r.ttft.p90 for r in runs], "#e69f00"),
-        Line("p99", [r.ttft.p99 for r in runs], "#d55e00"),
-    ]
+    planned = plan_replica("llama-3.1-8b", "g6e.xlarge", InferenceWorkload(input_len=1024, output_len=256))
+    reqs = synthetic(rate=0.5, n=2000, input_len=1024, output_len=256, seed=0)
+    # 0.5 to 5/s (the same arrivals compressed): past it the queue grows without bound
+    curve = latency_curve(
+        reqs,
+        planned.table,
+        band=band_factors(planned.estimate),
+        factors=tuple(float(k) for k in range(1, 11)),
+    )
+    rates = curve.rates
     return line_chart(
         rates,
-        lines,
+        latency_lines(curve, "ttft_ms"),
         title="Simulated TTFT vs request rate: Llama 3.1 8B, one g6e.xlarge, 1,024 in / 256 out",
         unit="ms",
-        x_labels=[(r, f"{r:g}/s") for r in rates if r == int(r)],
+        x_labels=[(r, f"{r:.1f}/s") for r in rates[1::2]],
     )
 
 
@@ -201,16 +205,25 @@ def loopback_vllm_block() -> str:
     return str(simulate_validation_vllm.table_text(json.loads(simulate_validation_vllm.DATA.read_text())))
 
 
-def loopback_vllm_first_block() -> str:
-    """The same for the first vLLM run (the one the front end's model was worked out on)."""
+def loopback_vllm_text_block() -> str:
+    """The same for the run recorded before tokens were timed by their chunks (TTFT to first text)."""
     import json
 
     sys.path.insert(0, str(ROOT / "scripts"))
     import simulate_validation_vllm
 
-    return str(
-        simulate_validation_vllm.table_text(json.loads(simulate_validation_vllm.FIRST_RUN.read_text()))
-    )
+    return str(simulate_validation_vllm.table_text(json.loads(simulate_validation_vllm.TEXT_RUN.read_text())))
+
+
+def loopback_vllm_repeats_block() -> str:
+    """The measured percentiles of the token-timed vLLM runs side by side, and their spread."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation_vllm as v
+
+    runs = [*json.loads(v.REPEATS.read_text())["runs"], json.loads(v.DATA.read_text())]
+    return str(v.repeat_text(runs))
 
 
 BLOCKS = {
@@ -220,7 +233,8 @@ BLOCKS = {
     "simulate-validation": validation_block,
     "simulate-loopback": loopback_block,
     "simulate-loopback-vllm": loopback_vllm_block,
-    "simulate-loopback-vllm-first": loopback_vllm_first_block,
+    "simulate-loopback-vllm-text": loopback_vllm_text_block,
+    "simulate-loopback-vllm-repeats": loopback_vllm_repeats_block,
 }
 
 

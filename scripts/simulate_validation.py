@@ -58,9 +58,17 @@ TOLERANCE = {"p50": 0.20, "p90": 0.20, "p99": 0.30}
 SIM_SEEDS = 20  # draws of the simulated step noise pooled per rate
 
 
-async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency: int, n: int) -> Any:
+async def _closed(
+    url: str,
+    model: str,
+    words: int,
+    max_tokens: int,
+    concurrency: int,
+    n: int,
+    extra: dict[str, Any] | None = None,
+) -> Any:
     """`concurrency` workers each send the next request when their last one ends; returns the records
-    and the wall time."""
+    and the wall time. `extra`: fields added to every request body."""
     from silica.pilot.client import RequestRecord, StreamClient, payload_for
     from silica.pilot.prompts import PromptMaker
 
@@ -74,7 +82,7 @@ async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency
             nonlocal issued
             while issued < n:
                 issued += 1
-                body = payload_for("chat", model, prompt(0, issued), max_tokens, False)
+                body = payload_for("chat", model, prompt(0, issued), max_tokens, False) | (extra or {})
                 records.append(await client.stream(url, body))
 
         t0 = time.perf_counter()
@@ -82,7 +90,14 @@ async def _closed(url: str, model: str, words: int, max_tokens: int, concurrency
         return records, time.perf_counter() - t0
 
 
-async def _open(url: str, model: str, arrivals: list[float], words: int, max_tokens: int) -> Any:
+async def _open(
+    url: str,
+    model: str,
+    arrivals: list[float],
+    words: int,
+    max_tokens: int,
+    extra: dict[str, Any] | None = None,
+) -> Any:
     """Send request i at `arrivals[i]` seconds after the start, whatever is still running."""
     from silica.pilot.client import RequestRecord, StreamClient, payload_for
     from silica.pilot.prompts import PromptMaker
@@ -93,7 +108,8 @@ async def _open(url: str, model: str, arrivals: list[float], words: int, max_tok
 
         async def one(i: int, at: float) -> tuple[float, RequestRecord]:
             await asyncio.sleep(max(0.0, t0 + at - time.perf_counter()))
-            rec = await client.stream(url, payload_for("chat", model, prompt(1, i), max_tokens, False))
+            body = payload_for("chat", model, prompt(1, i), max_tokens, False) | (extra or {})
+            rec = await client.stream(url, body)
             return rec.start - t0, rec
 
         return await asyncio.gather(*(one(i, a) for i, a in enumerate(arrivals)))

@@ -22,19 +22,26 @@ engine) runs on CPU 1 (`taskset`) and this script's load generator on CPU 0. The
      less the simulated engine TTFT of the same closed loops, plus the one-client TTFTs' spread;
    - the spread of the one-client service times is the simulator's step noise
      (`EngineSettings.step_cv`), as in scripts/simulate_validation.py;
-   - a short one-client probe before each open-loop rate gives that rate's level (the server's
-     speed drifts with the other jobs on a shared machine): every step time is scaled by the
-     probe's time per token over the fit's.
+   - short one-client probes just before and just after each open-loop rate give that rate's
+     level (the server's speed drifts with the other jobs on a shared machine): every step time is
+     scaled by the probes' mean time per token over the fit's. (Runs recorded before 2026-12-03
+     15:30 UTC have the probe before only.)
 2. Open loop: Poisson arrivals (seeded) at 30%, 55% and 80% of the 8-client closed-loop throughput,
    each request sent at its time by the pilot's client, whatever is still running.
 3. The simulator replays the same send times and token counts with the server's limits (max running
    sequences, step token budget, chunked prefill), 20 seeds of the step noise pooled; p50/p90/p99 of
    TTFT and of time between tokens are compared. Nothing is fitted to the open-loop runs.
 
-Time between tokens is each request's mean time per output token after the first (TPOT), measured
-and simulated alike: a streamed text event carries about two tokens here at every load (the table
-prints the ratio; most likely byte pieces of the random model's output, which decode to no text
-until a later token completes them), so the gaps between events are not gaps between tokens.
+Tokens are timed by the chunks that carry them, not by the text: every request asks for vLLM's
+running token count on each chunk (`stream_options.continuous_usage_stats`), and TTFT is the time
+to the first chunk whose count is above zero. The random model's output is mostly byte pieces that
+decode to no text until a later token completes a character, so the first *text* can come many
+tokens after the first token, by a number fixed by the prompt (greedy decoding): the same prompt's
+request had a time to first text of 80, 150 and 132 ms at the three rates of the run recorded before
+this change (`loopback_vllm_cpu_text.json`, which timed text). That prompt-fixed delay, not queueing,
+was most of the measured TTFT tail, and a simulator of token steps cannot know it. Time between
+tokens is each request's mean time per output token after the first (TPOT), measured and simulated
+alike; with token timing each chunk carries one token (the table prints the ratio).
 
 The measurements are saved to `src/silica/data/benchmarks/load/loopback_vllm_cpu.json`;
 `scripts/simulate_docs.py` fits, simulates and writes the table in docs/simulate.md from that file.
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -60,12 +68,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
-from simulate_validation import _closed, _open, _tpot  # noqa: E402  (the same client code as the serial server)
+from simulate_validation import _closed, _open  # noqa: E402  (the same client code as the serial server)
 
 DATA = ROOT / "src" / "silica" / "data" / "benchmarks" / "load" / "loopback_vllm_cpu.json"
-# The first run, on which the front end's model (`Front`) was worked out after its first analysis
-# missed; kept and shown beside DATA, the second run, measured after the analysis was frozen.
-FIRST_RUN = DATA.with_name("loopback_vllm_cpu_run1.json")
+# The run recorded before tokens were timed by their chunks (TTFT to the first text): kept to show
+# what that timing did to the tails. And two more token-timed runs of the same experiment: how far
+# the measured percentiles themselves move from run to run on this machine.
+TEXT_RUN = DATA.with_name("loopback_vllm_cpu_text.json")
+REPEATS = DATA.with_name("loopback_vllm_cpu_repeats.json")
 PYTHON = os.environ.get("SILICA_VLLM_PYTHON", "/tmp/vllmvenv/bin/python")
 MAX_NUM_SEQS = 8
 MAX_BATCHED_TOKENS = 512
@@ -106,12 +116,26 @@ def _engine_means(before: dict[str, float], after: dict[str, float]) -> dict[str
     return means
 
 
+# Every chunk carries the request's running token count, so a token is timed when its chunk arrives
+# even if its text is empty (a byte piece of a character a later token completes).
+TOKEN_USAGE = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+
+
+def _token_times(rec: Any) -> tuple[float, float] | None:
+    """TTFT (s) to the first token's chunk and TPOT (s), the time per token after the first, from
+    the chunks' running token counts; None for a failed request or one of fewer than two tokens."""
+    ev = rec.token_events
+    if rec.error is not None or len(ev) < 2 or ev[-1][1] <= ev[0][1]:
+        return None
+    return ev[0][0] - rec.start, (ev[-1][0] - ev[0][0]) / (ev[-1][1] - ev[0][1])
+
+
 def _rows(recs: list[Any]) -> list[list[float]]:
     """Per request: prompt tokens, output tokens, TTFT (s), TPOT (s) of the successful ones."""
     return [
-        [float(r.prompt_tokens), float(r.tokens), float(r.ttft_s), t]
+        [float(r.prompt_tokens), float(r.token_events[-1][1]), t[0], t[1]]
         for r in recs
-        if r.ok and r.prompt_tokens and (t := _tpot(r)) is not None
+        if r.prompt_tokens and (t := _token_times(r)) is not None
     ]
 
 
@@ -121,38 +145,48 @@ def measure(url: str, model: str, *, requests: int, seed: int = 0) -> dict[str, 
 
     chat = url + "/v1/chat/completions"
     for c in CONCURRENCY:  # warm-up: every batch size once (vLLM compiles shapes on first use)
-        asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, c, 2 * c))
+        asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, c, 2 * c, TOKEN_USAGE))
     sizes = []
     for words in PROMPT_WORDS:
         before = _scrape(url)
-        recs, _ = asyncio.run(_closed(chat, model, words, OUTPUT_LEN, 1, FIT_REQUESTS))
+        recs, _ = asyncio.run(_closed(chat, model, words, OUTPUT_LEN, 1, FIT_REQUESTS, TOKEN_USAGE))
         sizes.append({"words": words, "rows": _rows(recs), "engine": _engine_means(before, _scrape(url))})
     batches = []
     for c in CONCURRENCY:
-        recs, wall = asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, c, PER_CLIENT * c))
+        recs, wall = asyncio.run(
+            _closed(chat, model, INPUT_WORDS, OUTPUT_LEN, c, PER_CLIENT * c, TOKEN_USAGE)
+        )
         rows = _rows(recs)
         batches.append({"clients": c, "rows": rows, "req_per_s": len(rows) / wall})
     capacity = batches[-1]["req_per_s"]
-    probes, runs = [], []
+    probes, after, runs = [], [], []
     for k, share in enumerate(LOAD_SHARES):
-        recs, _ = asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, 1, PROBE_REQUESTS))
+        recs, _ = asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, 1, PROBE_REQUESTS, TOKEN_USAGE))
         probes.append(_rows(recs))
         rate = share * capacity
         arrivals = synthetic(rate=rate, n=requests, input_len=1, output_len=1, seed=seed + k).arrival
         before = _scrape(url)
-        sent = asyncio.run(_open(chat, model, arrivals.tolist(), INPUT_WORDS, OUTPUT_LEN))
+        sent = asyncio.run(_open(chat, model, arrivals.tolist(), INPUT_WORDS, OUTPUT_LEN, TOKEN_USAGE))
         engine = _engine_means(before, _scrape(url))
+        recs, _ = asyncio.run(_closed(chat, model, INPUT_WORDS, OUTPUT_LEN, 1, PROBE_REQUESTS, TOKEN_USAGE))
+        after.append(_rows(recs))
         rows = [
             [
                 round(t, 6),
                 rec.prompt_tokens,
-                rec.tokens,
-                round(rec.ttft_s, 6),
-                _tpot(rec),
-                [round(b - a, 6) for a, b in zip(rec.events, rec.events[1:], strict=False)],
+                rec.token_events[-1][1],
+                round(tt[0], 6),
+                tt[1],
+                [round(b[0] - a[0], 6) for a, b in itertools.pairwise(rec.token_events)],
+                round(rec.ttft_s, 6) if rec.ttft_s is not None else None,
             ]
             for t, rec in sorted(sent, key=lambda x: x[0])
-            if rec.ok and rec.prompt_tokens
+            if rec.prompt_tokens and (tt := _token_times(rec)) is not None
+        ]
+        failed = [
+            [round(t, 6), rec.prompt_tokens, rec.error or "fewer than two tokens"]
+            for t, rec in sorted(sent, key=lambda x: x[0])
+            if not rec.prompt_tokens or _token_times(rec) is None
         ]
         runs.append(
             {
@@ -160,13 +194,16 @@ def measure(url: str, model: str, *, requests: int, seed: int = 0) -> dict[str, 
                 "rate_req_s": rate,
                 "requests": requests,
                 "engine": engine,
+                "failed": failed,
                 "rows": rows,
             }
         )
     return {
-        "closed_loop": {"sizes": sizes, "batches": batches, "probes": probes},
+        "closed_loop": {"sizes": sizes, "batches": batches, "probes": probes, "probes_after": after},
         "closed_rows": "prompt_tokens, output_tokens, ttft_s, tpot_s",
-        "rows": "sent_s, prompt_tokens, output_tokens, ttft_s, tpot_s, gaps_s (between streamed token events)",
+        "rows": "sent_s, prompt_tokens, output_tokens, ttft_s, tpot_s, gaps_s (between chunks that carried "
+        "tokens), ttft_text_s (to the first chunk with text)",
+        "timing": "tokens: every chunk's running token count (stream_options continuous_usage_stats)",
         "open_loop": runs,
     }
 
@@ -197,7 +234,9 @@ def fit(data: dict[str, Any], probe: int | None = None) -> tuple[Any, float, Fro
     steps = [(c, float(a[:, 3].mean())) for c, a in batches]
     scale = 1.0
     if probe is not None and probe < len(cl["probes"]) and cl["probes"][probe]:
-        scale = float(np.asarray(cl["probes"][probe], dtype=float)[:, 3].mean()) / steps[0][1]
+        # The probes before and, where recorded, after the rate: the server's level over its run.
+        rows = list(cl["probes"][probe]) + list((cl.get("probes_after") or [[]] * (probe + 1))[probe])
+        scale = float(np.asarray(rows, dtype=float)[:, 3].mean()) / steps[0][1]
     one = batches[0][1]
     service = one[:, 2] + (one[:, 1] - 1) * one[:, 3]
     spread = float(service.std() / service.mean())
@@ -299,8 +338,18 @@ def compare(
             front = Front(front.base, front.per_stream, front.one_client, np.zeros(1))
         raw = run["rows"]
         rows = np.asarray([[np.nan if v is None else v for v in row[:5]] for row in raw], dtype=float)
-        t = rows[:, 0] - rows[0, 0]
-        reqs = Requests(t, rows[:, 1], rows[:, 2], f"replayed vLLM loopback run at {run['rate_req_s']:.2f}/s")
+        # Requests that streamed fewer than two tokens still took the front end and a prefill: they
+        # are replayed as one-token requests and left out of the percentiles, as they are measured.
+        lost = [f for f in run.get("failed", []) if isinstance(f, list) and f[1]]
+        sent = np.concatenate([rows[:, 0], [f[0] for f in lost]])
+        order = np.argsort(sent, kind="stable")
+        kept = order < len(rows)
+        reqs = Requests(
+            sent[order] - sent.min(),
+            np.concatenate([rows[:, 1], [f[1] for f in lost]])[order],
+            np.concatenate([rows[:, 2], np.ones(len(lost))])[order],
+            f"replayed vLLM loopback run at {run['rate_req_s']:.2f}/s",
+        )
         ttfts, tpots = [], []
         for seed in range(SIM_SEEDS):
             settings = EngineSettings(
@@ -312,8 +361,8 @@ def compare(
             rec = simulate(reqs, table, settings=settings).records
             first, finish = np.asarray(rec.first_token), np.asarray(rec.finish)
             delay = front.delay(rec.arrival, finish, np.random.default_rng(seed))
-            ttfts.append((first - rec.arrival + delay) * 1e3)
-            tpots.append((finish - first) / np.maximum(rec.output - 1, 1) * 1e3)
+            ttfts.append(((first - rec.arrival + delay) * 1e3)[kept])
+            tpots.append(((finish - first) / np.maximum(rec.output - 1, 1) * 1e3)[kept])
 
         def pct(x: Any) -> list[float]:
             return weighted_percentiles(x[np.isfinite(x)], None, QUANTILES)
@@ -384,9 +433,10 @@ def table_text(data: dict[str, Any]) -> str:
         f"front end: {1e3 * front.base:.1f} ms + {1e3 * front.per_stream:.2f} ms per other running stream "
         f"(one-client check from vLLM's histograms: {1e3 * front.one_client:.1f} ms)",
         f"closed loop: {rps}",
-        f"level from the probe before each rate: {', '.join(levels)}; "
+        f"level from the one-client probes {'before and after' if cl.get('probes_after') else 'before'} "
+        f"each rate: {', '.join(levels)}; "
         f"step noise CV {cv:.2f} ({SIM_SEEDS} draws pooled per rate)",
-        f"tokens per streamed text event: {per_event} (so TBT is each request's time per output token, TPOT)",
+        f"tokens per timed stream event: {per_event} (TBT is each request's time per output token after the first, TPOT)",
         "",
         "rate/s (load)      metric  measured p50/p90/p99 ms   simulated p50/p90/p99 ms  error p50  p90    p99",
     ]
@@ -415,6 +465,53 @@ def table_text(data: dict[str, Any]) -> str:
         lines.append(
             f"  {what}: largest |error| p50 {100 * w['p50']:.0f}%, p90 {100 * w['p90']:.0f}%, p99 {100 * w['p99']:.0f}%"
         )
+    return "\n".join(lines)
+
+
+def repeat_text(runs: list[dict[str, Any]]) -> str:
+    """The measured percentiles of several runs of the same experiment side by side, their spread
+    (largest over smallest, less 1) per rate and percentile, and each run's largest errors."""
+    import numpy as np
+
+    from silica.simulate.run import QUANTILES, weighted_percentiles
+
+    lines = [
+        "run (seed, load avg)   rate share  TTFT p50/p90/p99 ms     TPOT p50/p90/p99 ms   "
+        "largest |error| p50/p90/p99: TTFT, TPOT"
+    ]
+    measured: dict[tuple[int, str], list[list[float]]] = {}
+    for data in runs:
+        results = compare(data)
+        per = {
+            m: {q: max(abs(errors(r)[f"{m} {q}"]) for r in results) for q in ("p50", "p90", "p99")}
+            for m in JUDGED
+        }
+        for k, run in enumerate(data["open_loop"]):
+            rows = np.asarray([row[:5] for row in run["rows"]], dtype=float)
+            ttft = weighted_percentiles(rows[:, 3] * 1e3, None, QUANTILES)
+            tpot = weighted_percentiles(rows[:, 4] * 1e3, None, QUANTILES)
+            measured.setdefault((k, "ttft"), []).append(ttft)
+            measured.setdefault((k, "tpot"), []).append(tpot)
+            tail = ", ".join(
+                "/".join(f"{100 * per[m][q]:.0f}%" for q in ("p50", "p90", "p99")) for m in JUDGED
+            )
+            tail = tail if k == 0 else ""
+            lines.append(
+                f"{data.get('seed', '?')!s:>4} ({data['load_average_at_start']:4.1f})  "
+                f"{run['rate_req_s']:6.2f} {100 * run['share_of_capacity']:3.0f}%  "
+                + " ".join(f"{v:6.1f}" for v in ttft)
+                + "    "
+                + " ".join(f"{v:5.1f}" for v in tpot)
+                + f"    {tail}"
+            )
+    spread = []
+    for (k, metric), vals in sorted(measured.items()):
+        a = np.asarray(vals)
+        s = a.max(axis=0) / a.min(axis=0) - 1
+        spread.append(
+            f"{metric.upper()} at {100 * LOAD_SHARES[k]:.0f}%: " + "/".join(f"{100 * x:.0f}%" for x in s)
+        )
+    lines.append("measured spread between runs (largest / smallest - 1, p50/p90/p99): " + "; ".join(spread))
     return "\n".join(lines)
 
 
@@ -523,6 +620,7 @@ def main() -> int:
         )
         return 2
     data = run_experiment(args.requests, args.seed, pin=args.pin)
+    data["seed"] = args.seed
     if args.out:
         args.out.write_text(json.dumps(data) + "\n")
     if not args.no_save:  # saved before the analysis, so a measurement is never lost to it

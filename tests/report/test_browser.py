@@ -55,7 +55,7 @@ def browser() -> Iterator[Any]:
 
 
 def test_every_report_is_rendered(reports: dict[str, Path]) -> None:
-    assert set(reports) == {"advice", "claims", "fleet", "monitor"}
+    assert set(reports) == {"advice", "claims", "fleet", "monitor", "simulate"}
     for path in reports.values():
         assert path.stat().st_size > 5_000
 
@@ -86,3 +86,22 @@ def test_no_sideways_scroll_and_no_contrast_violation(
             problems.append(f"{name}: {figures} figures, {captions} captions")
     page.close()
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("width", [400, 1400])
+def test_simulate_report_shows_latency_against_rate(
+    reports: dict[str, Path], browser: Any, width: int
+) -> None:
+    """The simulate report's two latency-vs-rate charts are drawn, the one for the page's width
+    visible, each with p50, p90 and p99 lines and the band's p99 ends."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(reports["simulate"].as_uri())
+    which = ".fig-narrow" if width < 600 else ".fig-wide"
+    charts = page.locator(f"{which} svg")
+    assert charts.count() == 2
+    for k, title in enumerate(("Time to first token against request rate", "Time between tokens against")):
+        chart = charts.nth(k)
+        assert chart.is_visible()
+        assert title in chart.inner_text()
+        assert chart.locator("polyline").count() == 5  # p50, p90, p99, band low, band high
+    page.close()

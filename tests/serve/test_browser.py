@@ -171,3 +171,33 @@ def test_claims_and_history(browser: Any, site: str, shots: Path) -> None:
     page.goto(f"{site}/")
     _check(page, "home", shots)
     page.close()
+
+
+def test_simulate_page_draws_latency_against_rate(browser: Any, site: str, shots: Path) -> None:
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"{site}/simulate")
+    page.select_option("#f-model", "llama-3.1-8b")
+    page.select_option("#f-on", "g6e.xlarge")
+    page.fill("#f-rate", "2")
+    page.fill("#f-requests", "500")
+    page.click("button[type=submit]")
+    page.wait_for_selector(".latency-vs-rate svg")
+    cells = page.locator("table tbody tr").first.locator("td")
+    assert cells.nth(0).inner_text() == "TTFT"
+    for label, width in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": 900})
+        shown = page.locator(f".latency-vs-rate {'.fig-narrow' if width < 600 else '.fig-wide'} svg")
+        assert shown.count() == 2, label  # TTFT and time between tokens against the rate
+        for k in range(2):
+            assert shown.nth(k).is_visible()
+            assert shown.nth(k).locator("polyline").count() >= 3  # p50, p90, p99 (and the band's ends)
+    assert "Time to first token against request rate" in page.content()
+    assert not errors, errors
+    _check(page, "simulate", shots)
+    page.goto(f"{site}/simulate?model=llama-3.1-8b&on=g6e.xlarge&requests=abc")
+    assert "not a whole number" in page.locator("[role=alert]").inner_text()
+    page.goto(f"{site}/simulate?model=llama-3.1-8b&on=g6e.xlarge&requests=900000")
+    assert "requests" in page.locator("[role=alert]").inner_text()
+    page.close()

@@ -33,7 +33,8 @@ def _quoted(mod: ModuleType, name: str) -> str:
         "simulate-validation",
         "simulate-loopback",
         "simulate-loopback-vllm",
-        "simulate-loopback-vllm-first",
+        "simulate-loopback-vllm-text",
+        "simulate-loopback-vllm-repeats",
     ],
 )
 def test_quoted_tables_match_the_script(name: str) -> None:

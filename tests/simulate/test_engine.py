@@ -218,6 +218,23 @@ def test_engine_step_times_are_the_tables(l40s: StepTable) -> None:
     assert rec.gap_s[1] == pytest.approx(mixed, rel=1e-12)
 
 
+def test_a_fitted_tables_decoded_tokens_cost_their_host_time_in_mixed_steps() -> None:
+    # Decode steps grow 1 ms per sequence, prefill 0.01 ms per token: a decoded token costs 0.99 ms
+    # more than a prompt token, and a mixed step charges it (engine and StepTable.mixed_s alike).
+    table = StepTable.from_measurements(
+        "fitted", prefill=[(100, 0.010), (200, 0.011)], decode=[(1, 0.005), (5, 0.009)], kv_tokens=10**6
+    )
+    assert table.seq_step_s == pytest.approx(0.001 - 0.00001)
+    assert table.mixed_s(100, 3, 0.0) == pytest.approx(table.prefill_s(103) + 3 * table.seq_step_s)
+    reqs = Requests(np.array([0.0, 0.1]), np.array([100.0, 100.0]), np.array([400.0, 2.0]), "two")
+    rec = simulate(reqs, table).records
+    mixed = rec.first_token[1] - rec.scheduled[1]
+    assert mixed == pytest.approx(table.mixed_s(100, 1, 0.0), rel=1e-12)
+    # one measured batch: no slope, nothing added (the serial server's table)
+    one = StepTable.from_measurements("serial", prefill=[(100, 0.01)], decode=[(1, 0.004)], kv_tokens=10**6)
+    assert one.seq_step_s == 0.0
+
+
 def test_step_noise_gives_mg1_waiting_and_keeps_the_mean() -> None:
     # A serial server whose one step per request takes S times a lognormal factor (mean 1, CV c):
     # M/G/1, mean wait = rho S (1 + c^2) / (2 (1 - rho)) (Pollaczek-Khinchine).

@@ -66,15 +66,17 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same result)."),
         as_json: bool = typer.Option(False, "--json", help="Print the library result as JSON."),
         out: Path | None = typer.Option(None, "--out", help="Write one CSV row per request here."),
+        html: Path | None = typer.Option(
+            None, "--html", help="Write a self-contained HTML report with latency-vs-rate charts here."
+        ),
     ) -> None:
         """Simulate requests arriving at a deployment: p50/p90/p99 TTFT, time between tokens, queueing."""
-        from silica._files import check_output
+        from silica._files import check_outputs
         from silica.simulate import EngineSettings, from_trace, simulate, synthetic
         from silica.simulate.deploy import plan_replica
         from silica.workload import InferenceWorkload
 
-        if out is not None:
-            check_output(out, inputs=[trace])
+        check_outputs([("--out", out), ("--html", html)], inputs=[trace])
         if trace is not None:
             reqs = from_trace(trace, limit=requests)
             wl = InferenceWorkload(
@@ -118,22 +120,37 @@ def register(app: typer.Typer) -> None:
         )
         if out is not None:
             _write_rows(out, result)
-        if as_json:
-            from silica.simulate.run import latency_vs_rate
+        curve = None
+        if as_json or html is not None:
+            from silica.simulate.curve import band_factors, latency_curve
 
-            body = result.to_dict()
-            body["latency_vs_rate"] = latency_vs_rate(
+            curve = latency_curve(
                 reqs,
                 planned.table,
+                band=band_factors(planned.estimate),
                 replicas=replicas,
                 settings=settings,
                 balancer=balancer,
                 ttft_slo_ms=ttft_slo_ms,
                 tbt_slo_ms=tbt_slo_ms,
             )
+        if html is not None and curve is not None:
+            from silica._files import write_text
+            from silica.cli._common import command_line
+            from silica.report.page import Meta
+            from silica.report.simulate import simulate_html
+
+            write_text(html, simulate_html(result, curve, Meta(command_line(), "none used (latency only)")))
+        if as_json and curve is not None:
+            body = result.to_dict()
+            shape = curve.to_dict()
+            body["latency_vs_rate"] = shape["points"]
+            body["latency_vs_rate_band"] = shape["band_step_factors"]
             print_json(body)
             return
         _print(result)
+        if html is not None:
+            console().print(f"wrote {html}")
 
 
 def _write_rows(out: Path, result: Any) -> None:

@@ -43,6 +43,11 @@ class RequestRecord:
     prompt_tokens: int | None = None
     error: str | None = None
     status: int | None = None
+    # (arrival time, tokens so far) of each event whose running token count grew: filled only when the
+    # server reports usage on every chunk (vLLM's stream_options continuous_usage_stats). A token whose
+    # text is not yet printable (a byte piece of a longer character) arrives in a chunk with empty
+    # content, which `events` does not count, so these are the times of tokens, not of text.
+    token_events: list[tuple[float, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -305,6 +310,13 @@ class _Conn(asyncio.Protocol):
             rec.events.append(now)
         usage = event.get("usage")
         if isinstance(usage, dict):
+            done = usage.get("completion_tokens")
+            if (
+                event.get("choices")
+                and isinstance(done, int)
+                and done > (rec.token_events[-1][1] if rec.token_events else 0)
+            ):
+                rec.token_events.append((now, done))
             rec.output_tokens = usage.get("completion_tokens") or rec.output_tokens
             rec.prompt_tokens = usage.get("prompt_tokens") or rec.prompt_tokens
         for choice in event.get("choices") or ():

@@ -19,6 +19,7 @@ __all__ = ["bar_band_chart", "esc", "num", "page", "table"]
 _NAV = (
     ("/estimate", "Estimate"),
     ("/compare", "Compare"),
+    ("/simulate", "Simulate"),
     ("/catalog", "Catalog"),
     ("/advise", "Advise"),
     ("/claims", "Claims"),

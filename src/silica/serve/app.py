@@ -367,7 +367,7 @@ def create_app(settings: ServeSettings | None = None) -> Any:
     from fastapi.staticfiles import StaticFiles
 
     from silica import __version__
-    from silica.serve import pages, problems, routes, workplace
+    from silica.serve import pages, problems, routes, simulate_page, workplace
     from silica.serve.actions import Reports
     from silica.serve.jobs import Jobs
 
@@ -397,6 +397,7 @@ def create_app(settings: ServeSettings | None = None) -> Any:
     problems.install(app)
     app.include_router(routes.router)
     app.include_router(pages.router)
+    app.include_router(simulate_page.router)
     app.include_router(workplace.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(Guard, settings=settings)

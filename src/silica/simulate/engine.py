@@ -189,6 +189,7 @@ class Replica:
         # Step times: `StepTable.decode_s` and `mixed_s`, inlined below (a call per step costs as much
         # as the interpolation itself); tests/simulate check the two agree.
         ctxs, rows, toks, pre = table.contexts, table.decode, table.tokens, table.prefill
+        seq_s = table.seq_step_s
         c_last, t_last = len(ctxs) - 1, len(toks) - 1
         top_row = table.max_num_seqs - 1
         bisect = bisect_left
@@ -329,8 +330,10 @@ class Replica:
                             d = row[j - 1] + (row[j] - row[j - 1]) * (c - x0) / (ctxs[j] - x0)
                         if chunk <= 0:
                             dt = d
-                        elif d > row[0]:
-                            dt += d - row[0]
+                        else:
+                            if d > row[0]:
+                                dt += d - row[0]
+                            dt += seq_s * b
                     if noisy:
                         if not factors:
                             factors = self._factors = self._draw()

@@ -63,6 +63,10 @@ class StepTable:
     link_efficiency: float  # achieved share of link bandwidth (the family's collective efficiency)
     pipeline: int = 1
     request_s: float = 0.0
+    # Host time per running sequence in a step that also prefills (logits, sampling and output
+    # handling of each decoded token, which a prefill token skips): 0 for tables from the catalog
+    # model, whose prefill line already prices a token; fitted by `from_measurements`.
+    seq_step_s: float = 0.0
 
     def prefill_s(self, tokens: float) -> float:
         """One forward pass over `tokens` new tokens (linear interpolation, linear extrapolation)."""
@@ -94,7 +98,7 @@ class StepTable:
         if chunk <= 0:
             return self.decode_s(batch, context)
         kv_read = self.decode_s(batch, context) - self.decode[min(batch, self.max_num_seqs) - 1][0]
-        return self.prefill_s(chunk + batch) + max(kv_read, 0.0)
+        return self.prefill_s(chunk + batch) + max(kv_read, 0.0) + self.seq_step_s * batch
 
     @classmethod
     def from_measurements(
@@ -116,6 +120,13 @@ class StepTable:
         server runs at once (1 for a server that serialises requests); by default the largest
         measured batch. No network figures: a fitted table serves aggregated simulation only. No
         `request_s`: a measured time to first token already holds the request's fixed time.
+
+        `seq_step_s`: what one more running sequence adds to a decode step (the decode line's slope
+        over the measured batches) less what one more prompt token adds to a prefill (the prefill
+        line's slope). A decoded token pays the LM head, sampling and output handling that a prompt
+        token does not, and pays them in a mixed step too, which is priced as a prefill of the chunk
+        and the decodes' tokens; on a CPU server with a small model that difference is most of a
+        decode step's growth with the batch.
         """
         pre = sorted((float(t), float(s)) for t, s in prefill)
         dec = sorted((int(b), float(s)) for b, s in decode)
@@ -147,6 +158,11 @@ class StepTable:
             slope = (ys[-1] - ys[-2]) / (bs[-1] - bs[-2])
             steps = np.where(want > bs[-1], ys[-1] + slope * (want - bs[-1]), steps)
         nan = math.nan
+        seq_step = 0.0
+        if len(dec) > 1 and bs[-1] > bs[0]:
+            per_seq = float((ys[-1] - ys[0]) / (bs[-1] - bs[0]))
+            per_tok = (pre[-1][1] - pre[0][1]) / (pre[-1][0] - pre[0][0]) if pre[-1][0] > pre[0][0] else 0.0
+            seq_step = max(per_seq - max(per_tok, 0.0), 0.0)
         return cls(
             label=label,
             tokens=tuple(t for t, _ in pre),
@@ -160,6 +176,7 @@ class StepTable:
             scaleup_bytes_per_s=nan,
             link_latency_s=nan,
             link_efficiency=nan,
+            seq_step_s=seq_step,
         )
 
     def max_output_tok_s(self) -> float:
