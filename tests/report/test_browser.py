@@ -99,9 +99,10 @@ def test_simulate_report_shows_latency_against_rate(
     which = ".fig-narrow" if width < 600 else ".fig-wide"
     charts = page.locator(f"{which} svg")
     assert charts.count() == 2
-    for k, title in enumerate(("Time to first token against request rate", "Time between tokens against")):
+    for k, title in enumerate(("Time to first token vs request rate", "Time between tokens vs request rate")):
         chart = charts.nth(k)
         assert chart.is_visible()
-        assert title in chart.inner_text()
-        assert chart.locator("polyline").count() == 5  # p50, p90, p99, band low, band high
+        assert title in (chart.text_content() or "")
+        # p50, p90, p99 and the band's ends (an end equal to the central p99 is not drawn twice)
+        assert chart.locator("polyline").count() in (4, 5)
     page.close()

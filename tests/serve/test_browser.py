@@ -193,7 +193,7 @@ def test_simulate_page_draws_latency_against_rate(browser: Any, site: str, shots
         for k in range(2):
             assert shown.nth(k).is_visible()
             assert shown.nth(k).locator("polyline").count() >= 3  # p50, p90, p99 (and the band's ends)
-    assert "Time to first token against request rate" in page.content()
+    assert "Time to first token vs request rate" in page.content()
     assert not errors, errors
     _check(page, "simulate", shots)
     page.goto(f"{site}/simulate?model=llama-3.1-8b&on=g6e.xlarge&requests=abc")

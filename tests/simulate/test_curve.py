@@ -64,7 +64,7 @@ def test_simulate_load_and_its_chart() -> None:
     assert result.requests == 300 and len(curve.points) == 6
     html = "".join(latency_figures(curve))
     assert html.count("<svg") == 4  # two charts, each wide and for a phone
-    assert "Time to first token against request rate" in html and "p99, band low" in html
+    assert "Time to first token vs request rate" in html and "p99, band low" in html
     with pytest.raises(InputError, match="requests"):
         simulate_load("llama-3.1-8b", "g6e.xlarge", rate=2.0, requests=50_000, max_requests=5000)
     with pytest.raises(InputError, match="rate"):

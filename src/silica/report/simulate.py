@@ -22,14 +22,17 @@ _COLORS = {"p50": PALETTE[0], "p90": PALETTE[2], "p99": PALETTE[1]}
 
 
 def latency_lines(curve: LatencyCurve, metric: str) -> list[Line]:
-    """p50, p90 and p99 of `metric` over the rates; with a band, p99's low and high ends dashed."""
-    lines = [Line(q, curve.series(metric, q), _COLORS[q]) for q in ("p50", "p90", "p99")]
+    """p50, p90 and p99 of `metric` over the rates; with a band, p99's low and high ends in grey,
+    dashed (an end equal to the central p99, where the band ends at 1.0x, is left out rather than
+    drawn over it and hiding it)."""
+    central = [Line(q, curve.series(metric, q), _COLORS[q]) for q in ("p50", "p90", "p99")]
+    ends = []
     if curve.low is not None and curve.high is not None:
-        lines += [
-            Line("p99, band low", curve.series(metric, "p99", "low"), "#8c8c8c", dashed=True),
-            Line("p99, band high", curve.series(metric, "p99", "high"), "#444444", dashed=True),
-        ]
-    return lines
+        for end, color in (("low", "#8c8c8c"), ("high", "#444444")):
+            values = curve.series(metric, "p99", end)
+            if values != central[2].values:
+                ends.append(Line(f"p99, band {end}", values, color, dashed=True))
+    return [*central, *ends]
 
 
 def latency_figures(curve: LatencyCurve) -> list[str]:
@@ -40,12 +43,12 @@ def latency_figures(curve: LatencyCurve) -> list[str]:
     if curve.band is not None:
         p_lo, p_hi, d_lo, d_hi = curve.band
         band = (
-            f" Dashed: p99 with every prefill step x{p_lo:.2f} to x{p_hi:.2f} and every decode step "
+            f" Grey, dashed: p99 with every prefill step x{p_lo:.2f} to x{p_hi:.2f} and every decode step "
             f"x{d_lo:.2f} to x{d_hi:.2f} (the chip family's p10-p90 validation band)."
         )
     out = []
     for metric in ("ttft_ms", "tbt_ms"):
-        title = f"{_TITLES[metric]} against request rate (p50, p90, p99)"
+        title = f"{_TITLES[metric]} vs request rate"
         out.append(
             figure(
                 line_charts(x, latency_lines(curve, metric), title=title, unit="ms", x_labels=ticks),

@@ -38,7 +38,8 @@ def _select(name: str, label: str, values: list[str], chosen: str) -> str:
 
 def _form(params: dict[str, str]) -> str:
     models = [str(m["id"]) for m in api.models().records()]
-    instances = sorted({str(r["instance"]) for r in api.instances().to_dict()["instances"]})
+    rows = api.instances().to_dict()["instances"]
+    instances = sorted({str(r["instance"]["id"]) for r in rows if r["instance"].get("kind") == "instance"})
     fields = "".join(
         f'<div class="field"><label for="f-{n}">{esc(label)}</label>'
         f'<input id="f-{n}" name="{n}" inputmode="decimal" value="{esc(params.get(n, default))}" '
