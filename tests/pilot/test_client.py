@@ -272,3 +272,22 @@ def test_malformed_responses_are_recorded() -> None:
     ]:
         rec, _ = one([script])
         assert rec.error is not None and words in rec.error, (words, rec.error)
+
+
+def test_running_token_counts_time_tokens_whose_text_is_empty() -> None:
+    """With usage on every chunk (vLLM's continuous_usage_stats) a token is timed by its chunk even
+    when its text is empty (a byte piece); the role chunk (0 tokens) and the final usage chunk (no
+    choices) add no token event."""
+
+    def counted(text: str, n: int) -> bytes:
+        return sse({"choices": [{"index": 0, "delta": {"content": text}}], "usage": {"completion_tokens": n}})
+
+    role = sse({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}], "usage": {"completion_tokens": 0}})  # fmt: skip
+    last = sse({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}})
+    script: Script = [OK_HEAD, chunk(role), 0.01, chunk(counted("", 1)), 0.01, chunk(counted("", 2)), 0.01]
+    script += [chunk(counted("ab", 3)), chunk(last + DONE), b"0\r\n\r\n"]
+    rec, server = one([script])
+    assert [n for _, n in rec.token_events] == [1, 2, 3]
+    assert len(rec.events) == 1  # text arrived once, with the third token
+    assert rec.token_events[0][0] < rec.events[0]  # the first token came well before the first text
+    assert rec.token_events[0][0] >= server.writes[2]  # stamped after the write of its chunk
