@@ -144,6 +144,9 @@ class CodeRule(_Row):
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=10)
     packages: tuple[str, ...] = ()
+    # distribution names that count only in a requirements list named for CUDA (requirements/runtime_cuda.txt):
+    # libraries that also target other devices but are that build's CUDA kernels there
+    cuda_list_packages: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()

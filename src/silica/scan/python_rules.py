@@ -255,8 +255,11 @@ class PythonMatcher:
         setup.py a string spelled as a pinned requirement ("triton>=2.3.1"): requirement lists are often
         built by helper functions or variables before they reach setup(). Each comes as (name, extras, line):
         `trl[vllm]` installs vLLM."""
+        rocm = _rocm_branches(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) in rocm:
+                    continue
                 m = _PINNED_REQ.match(node.value)
                 if m:
                     yield m.group(1), m.group(2) or "", node.lineno
@@ -266,10 +269,34 @@ class PythonMatcher:
                 if kw.arg not in ("install_requires", "extras_require", "setup_requires"):
                     continue
                 for const in ast.walk(kw.value):
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str) and id(const) not in rocm:
                         m = _REQ_NAME.match(const.value)
                         if m:
                             yield m.group(1), m.group(2) or "", const.lineno
+
+
+_ROCM = re.compile(r"(?i)rocm|(?<![a-z])hip(?![a-z])")
+
+
+def _rocm_branches(tree: ast.AST) -> set[int]:
+    """The nodes inside the body of an `if` whose test names ROCm or HIP (`if ROCM_BACKEND == "triton":`,
+    `if IS_HIP_EXTENSION:`): requirements listed there are the ROCm build's, not the CUDA one's (round 6,
+    from flash-attention's setup.py)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _ROCM.search(ast.unparse(node.test)):
+            for stmt in node.body:
+                out.update(id(n) for n in ast.walk(stmt))
+    return out
+
+
+def _switched_off_or_forwarded(key: str, value: ast.expr) -> bool:
+    """`fsdp=None`, `deepspeed=""`, `fsdp=False` switch nothing on, and `fsdp=training_args.fsdp` only forwards
+    a setting made elsewhere (a launcher flag or config, which the scan reads where it is set): round 6, from
+    LLaVA passing `fsdp=training_args.fsdp` to its own vision-tower loader."""
+    if type(value) is ast.Constant:
+        return value.value in (None, False, "", 0)
+    return type(value) is ast.Attribute and value.attr == key
 
 
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
@@ -362,6 +389,7 @@ class _FileScan(ast.NodeVisitor):
             ast.AsyncFunctionDef: self.visit_FunctionDef,
             ast.Assign: self.visit_Assign,
             ast.AnnAssign: self.visit_Assign,
+            ast.arg: self.visit_arg,
             ast.ClassDef: self.visit_ClassDef,
             ast.Dict: self.visit_Dict,
             ast.Compare: self.visit_Compare,
@@ -520,6 +548,11 @@ class _FileScan(ast.NodeVisitor):
             self.defaults.append((arg.arg, default, default.lineno))
         return False
 
+    def visit_arg(self, node: ast.arg) -> bool:
+        """A parameter's type annotation (`trainer: transformers.Trainer`) names a type, it uses nothing
+        (round 6, from LLaVA): the parameter's children are not visited."""
+        return True
+
     def visit_ClassDef(self, node: ast.ClassDef) -> bool:
         """A class attribute or dataclass field with a constant value (`dist_backend = 'nccl'`,
         `attn_implementation: str = "flash_attention_2"`) is matched like a keyword argument."""
@@ -629,6 +662,8 @@ class _FileScan(ast.NodeVisitor):
             if kw.arg is None:
                 continue
             rule = m._any_keywords.get(kw.arg)
+            if rule is not None and _switched_off_or_forwarded(kw.arg, kw.value):
+                continue
             if rule is not None:
                 self._add(rule, f"passes {kw.arg}=...", node.lineno)
                 matched = True

@@ -1,0 +1,169 @@
+"""Issue 30, sixth round: rules written from held-out-6 once it had been scanned (feature switches in YAML
+configs and launcher flags, CUDA images made from plain bases, wheels fetched or built for later installs,
+Python run from shell scripts, Kubernetes GPU resources, other CUDA-only kernel libraries) and the precision
+fixes (CPU-only CUDA_VISIBLE_DEVICES, NCCL_DEBUG, `--tf32 False`, forwarded settings, type annotations,
+setup.py's build-host probes and ROCm branches)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from silica.scan import ScanReport, scan_code
+
+
+def _scan(root: Path, files: dict[str, str], task: str = "training") -> ScanReport:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return scan_code(root, task=task)  # type: ignore[arg-type]
+
+
+def _where(report: ScanReport, rule: str) -> list[str]:
+    return [f.location for f in report.findings if f.rule == rule and f.impact["trainium2"] != "info"]
+
+
+def test_feature_switches_in_yaml_configs(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "configs/model.yaml": (
+                "model:\n  flash_attention: true\n  init_device: cuda\n"
+                "  # flash_attention: true\n  eval_device: cpu\n"
+            ),
+            "configs/off.yaml": "model:\n  flash_attention: false\n  init_device: meta\n",
+            "configs/trainer/ddp.yaml": "accelerator: gpu\ndevices: 4\nstrategy: ddp\n",
+            "configs/trainer/cpu.yaml": "accelerator: cpu\nstrategy: auto\n",
+            "configs/experiment/base.yaml": (
+                "defaults:\n  - override /optimizer: adamw-apex\n  - override /trainer: default\n"
+            ),
+            "configs/qlora.yaml": "bnb_4bit_quant_type: nf4\n",
+        },
+    )
+    assert _where(report, "flash-attn") == ["configs/model.yaml:2"]
+    assert _where(report, "torch-cuda") == ["configs/model.yaml:3", "configs/trainer/ddp.yaml:1"]
+    assert _where(report, "ddp") == ["configs/trainer/ddp.yaml:3"]
+    assert _where(report, "apex") == ["configs/experiment/base.yaml:2"]
+    assert _where(report, "bitsandbytes") == ["configs/qlora.yaml:1"]
+
+
+def test_launcher_flags_switched_on_and_off(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "on.sh": (
+                "deepspeed train.py --bits 4 --tf32 True \\\n"
+                "  --model.flash_attention=true --trainer.accelerator=gpu --strategy ddp\n"
+            ),
+            "off.sh": (
+                "python train.py --bits 16 --tf32 False --model.flash_attention=false --accelerator cpu\n"
+                "CUDA_VISIBLE_DEVICES='' pytest tests/\nCUDA_VISIBLE_DEVICES= python -m unittest\n"
+                "export NCCL_DEBUG=INFO\n"
+            ),
+            "gpu.sh": "export CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\n",
+        },
+    )
+    for rule in ("bitsandbytes", "cuda-backend-flags", "flash-attn", "torch-cuda", "ddp"):
+        assert [w.split(":")[0] for w in _where(report, rule)] == ["on.sh"], rule
+    assert _where(report, "cuda-visible-devices") == ["gpu.sh:1"]
+    assert _where(report, "nccl-env") == ["gpu.sh:2"]
+
+
+def test_plain_base_images_made_cuda_images(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "docker/Dockerfile.conda": (
+                "FROM ubuntu:24.04\nENV NVIDIA_VISIBLE_DEVICES all\n"
+                "RUN conda install -y pytorch==2.2.2 pytorch-cuda=11.8 cuda-nvcc -c nvidia\n"
+            ),
+            "docker/Dockerfile.wheels": (
+                "FROM ubuntu:24.04\nENV PATH=/usr/local/cuda/bin:$PATH\n"
+                "RUN uv pip install --system torch --find-links https://download.pytorch.org/whl/nightly/triton\n"
+            ),
+            "docker/Dockerfile.cpu": (
+                "FROM ubuntu:24.04\nRUN pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+            ),
+            "cog.yaml": 'build:\n  gpu: true\n  python_packages:\n    - "bitsandbytes==0.41.0"\n    - "numpy"\n',
+        },
+    )
+    assert _where(report, "cuda-base-image") == [
+        "cog.yaml:1",
+        "docker/Dockerfile.conda:2",
+        "docker/Dockerfile.conda:3",
+        "docker/Dockerfile.wheels:2",
+    ]
+    assert _where(report, "triton") == ["docker/Dockerfile.wheels:3"]  # a --find-links page named for its package
+    assert _where(report, "bitsandbytes") == ["cog.yaml:4"]  # Cog's python_packages are dependencies
+
+
+def test_wheels_fetched_and_built_python_heredocs_and_wheel_loops(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "mypkg/__init__.py": "",
+            "docker/prepare.sh": (
+                'pip wheel --no-deps -w /wheels "git+https://github.com/deepseek-ai/DeepGEMM.git@${V}"\n'
+                'pip download --no-deps -d /wheels "flash-attn-3==3.0.0"\n'
+                "pip install git+https://github.com/Dao-AILab/flash-attention@v2.6.3#subdirectory=csrc/fused_dense_lib\n"
+            ),
+            "docker/install.sh": (
+                "for package in deep_ep numpy; do\n"
+                '    compgen -G "/wheels/${package}-*.whl" || exit 1\n'
+                "done\n"
+                "for f in a b; do echo $f; done\n"
+                "python - <<'PY'\nimport deep_gemm\nimport mypkg.third_party\nPY\n"
+            ),
+        },
+    )
+    assert _where(report, "other-cuda-kernels") == [
+        "docker/install.sh:1",
+        "docker/install.sh:6",
+        "docker/prepare.sh:1",
+    ]
+    assert _where(report, "flash-attn") == ["docker/prepare.sh:2"]
+    assert _where(report, "cpp-extension") == ["docker/prepare.sh:3"]
+
+
+def test_kubernetes_gpu_resources_and_cuda_requirement_lists(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "k8s/deployment.yaml": (
+                "spec:\n  containers:\n  - name: s\n    resources:\n      limits:\n"
+                '        cpu: "16"\n        nvidia.com/gpu: "1"\n'
+            ),
+            "k8s/neuron.yaml": 'resources:\n  limits:\n    aws.amazon.com/neuroncore: "2"\n',
+            "requirements/runtime_cuda.txt": "tilelang==0.1.11\ntriton\n",
+            "requirements/runtime_rocm.txt": "tilelang==0.1.11\n",
+        },
+        task="inference",
+    )
+    assert _where(report, "k8s-gpu") == ["k8s/deployment.yaml:7"]
+    assert _where(report, "cuda-kernel-dsl") == ["requirements/runtime_cuda.txt:1"]
+
+
+def test_forwarded_settings_annotations_and_setup_build_host(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "train.py": (
+                "import torch\nimport transformers\n\n"
+                "def save(trainer: transformers.Trainer, out: str) -> None:\n    pass\n\n"
+                "def build(model, training_args):\n"
+                "    model.init_modules(fsdp=training_args.fsdp)\n"
+                "    model.other(fsdp=None)\n"
+            ),
+            "run.py": "from transformers import Trainer\n\ntrainer = Trainer(model=None, fsdp='full_shard')\n",
+            "setup.py": (
+                "import torch\nfrom setuptools import setup\n"
+                "if torch.cuda.is_available():\n    pass\n"
+                "if ROCM_BACKEND == 'triton':\n    reqs = ['triton>=3.6.0']\nelse:\n    reqs = ['torch']\n"
+                "setup(name='x', install_requires=reqs)\n"
+            ),
+        },
+    )
+    assert _where(report, "fsdp") == ["run.py:3"]
+    assert _where(report, "hf-trainer") == ["run.py:3"]  # not the annotation in train.py
+    assert _where(report, "torch-cuda") == []  # setup.py probes the build host
+    assert _where(report, "triton") == []  # the ROCm branch's requirement
