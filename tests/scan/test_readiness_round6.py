@@ -167,3 +167,31 @@ def test_forwarded_settings_annotations_and_setup_build_host(tmp_path: Path) -> 
     assert _where(report, "hf-trainer") == ["run.py:3"]  # not the annotation in train.py
     assert _where(report, "torch-cuda") == []  # setup.py probes the build host
     assert _where(report, "triton") == []  # the ROCm branch's requirement
+
+
+def test_more_switches_in_launchers_configs_and_images(tmp_path: Path) -> None:
+    """Generalised from the same classes: Megatron's `--attention-backend flash`, diffusers' xformers switch,
+    Accelerate's `--mixed_precision fp16`, a nested `deepspeed:` config path, TensorRT-LLM tools, the vLLM and
+    SGLang server images, `docker run --gpus`."""
+    report = _scan(
+        tmp_path,
+        {
+            "train.sh": (
+                "torchrun pretrain.py --attention-backend flash\n"
+                "accelerate launch --mixed_precision fp16 train.py --enable_xformers_memory_efficient_attention\n"
+                "docker run --gpus all -p 8000:8000 vllm/vllm-openai:latest\n"
+                "trtllm-build --checkpoint_dir ckpt\n"
+            ),
+            "cpu.sh": "torchrun pretrain.py --attention-backend auto\naccelerate launch --mixed_precision bf16 t.py\n",
+            "recipe.yaml": "training:\n  deepspeed: configs/zero2.json\n",
+            "serve.yaml": "containers:\n- image: lmsysorg/sglang:latest\n",
+        },
+    )
+    assert _where(report, "flash-attn") == ["train.sh:1"]
+    assert _where(report, "fp16-training") == ["train.sh:2"]
+    assert _where(report, "xformers") == ["train.sh:2"]
+    assert _where(report, "k8s-gpu") == ["train.sh:3"]
+    assert _where(report, "vllm-cuda") == ["train.sh:3"]
+    assert _where(report, "tensorrt") == ["train.sh:4"]
+    assert _where(report, "deepspeed-config") == ["recipe.yaml:2"]
+    assert _where(report, "sglang") == ["serve.yaml:2"]
