@@ -195,3 +195,52 @@ def test_more_switches_in_launchers_configs_and_images(tmp_path: Path) -> None:
     assert _where(report, "tensorrt") == ["train.sh:4"]
     assert _where(report, "deepspeed-config") == ["recipe.yaml:2"]
     assert _where(report, "sglang") == ["serve.yaml:2"]
+
+
+def _items(report: ScanReport, target: str = "trainium2") -> dict[str, float]:
+    return {w.item: w.weeks for w in report.target_verdicts[target].work_items}
+
+
+def test_a_library_only_listed_counts_at_the_declared_share(tmp_path: Path) -> None:
+    """Round 6 effort: an optional dependency that no code or config switches on is a quarter of a library in
+    use (effort.yaml declared_share); once code uses it, its listing adds nothing. It is never "ready"."""
+    listed = _scan(tmp_path / "listed", {"requirements.txt": "bitsandbytes\n"}, task="inference")
+    used = _scan(
+        tmp_path / "used",
+        {"requirements.txt": "bitsandbytes\n", "load.py": "import bitsandbytes\n"},
+        task="inference",
+    )
+    assert listed.verdict("trainium2") == "needs-work"
+    assert _items(listed)["remove-cuda-only-kernels"] == 0.25  # bitsandbytes' 1.0 at the 0.25 share
+    assert _items(used)["remove-cuda-only-kernels"] == 1.0  # the import's 1.0; the listing adds nothing
+
+
+def test_training_parity_run_is_the_numerics_check(tmp_path: Path) -> None:
+    """The validate-numerics item of a training port is the loss-parity run plus the flags' own weeks; its
+    base (the GPU-vs-Neuron comparison) is not paid twice."""
+    report = _scan(tmp_path, {"train.py": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n"})
+    assert _items(report)["validate-numerics"] == 1.02  # 1.0 parity run + one cuDNN/TF32 flag at 0.02
+    inference = scan_code(tmp_path, task="inference")
+    assert _items(inference)["validate-numerics"] == 0.27  # inference: base 0.25 + the flag
+
+
+def test_an_engine_with_a_cuda_backend_layer_is_priced_as_a_new_neuron_backend(tmp_path: Path) -> None:
+    """Round 6 effort (from lmdeploy): a device-backend layer with a CUDA backend means writing a Neuron
+    backend; Trainium1 and Inferentia2 add the weeks of building it on NxD Inference without the vLLM Neuron
+    plugin (Trainium2/3 only)."""
+    report = _scan(
+        tmp_path / "engine",
+        {
+            "engine/backends/cuda/attention.py": "import torch\n",
+            "engine/backends/ascend/attention.py": "import torch\n",
+            "engine/__init__.py": "",
+        },
+        task="inference",
+    )
+    backend = [f for f in report.findings if f.rule == "cuda-device-backend"]
+    assert len(backend) == 1 and backend[0].file is None and "engine/backends/cuda" in backend[0].message
+    assert _items(report)["write-neuron-backend"] == 10.0
+    assert _items(report, "trainium1")["write-neuron-backend"] == 12.0
+    assert report.verdict("trainium2") == "needs-work"
+    plain = _scan(tmp_path / "plain", {"lib/backend_utils.py": "import torch\n", "lib/cuda.py": "x = 1\n"})
+    assert not [f for f in plain.findings if f.rule == "cuda-device-backend"]

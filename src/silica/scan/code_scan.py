@@ -120,7 +120,7 @@ def _review(problem: Finding) -> Finding:
     )
 
 
-def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Finding:
+def _finding(rule: CodeRule, message: str, file: str | None, line: int | None) -> Finding:
     return Finding(
         rule=rule.id,
         title=rule.title,
@@ -320,8 +320,12 @@ class _Scanner:
 
     def run(self) -> None:
         errors: list[OSError] = []
+        backends: set[str] = set()
         for path, rel, name in _walk(self.root, errors):
             self.files += 1
+            backend = _BACKEND_LAYER.search(rel) if name.endswith(".py") else None
+            if backend is not None:
+                backends.add(backend.group(1))
             if name.endswith(".py"):
                 self._python(path, rel, name == "setup.py")
             elif name.endswith(self.ext_suffixes):
@@ -337,6 +341,12 @@ class _Scanner:
                     self._other(path, rel, name, dependency, text_rules)
         for err in errors:
             self.findings.append(self._unlistable(err))
+        rule = self.rules.get(BACKEND_RULE)
+        if backends and rule is not None:
+            where = ", ".join(sorted(backends)[:3])
+            self.findings.append(
+                _finding(rule, f"the CUDA backend of the repository's device layer: {where}", None, None)
+            )
 
     def package_rule(self, pkg: str, extras: str = "") -> CodeRule | None:
         """The rule for a distribution name (exact, then `cupy-cuda*`-style patterns), or for one of its
@@ -609,6 +619,11 @@ class _Scanner:
 
 
 NEURON_PATH_RULE = "neuron-path"
+# Round 6 (from lmdeploy): a device-backend layer of the repository's own code with a CUDA backend in it
+# (`pkg/backends/cuda/`, `pkg/platforms/cuda.py`): an engine built to swap device backends, whose port is a new
+# Neuron backend next to the CUDA one. A repository-level finding (no file): the folder is in its message.
+BACKEND_RULE = "cuda-device-backend"
+_BACKEND_LAYER = re.compile(r"^((?:[\w.-]+/)*?(?:backends?|platforms?)/cuda)(?:/|\.py$|_\w+\.py$)")
 # setup.py runs on the build host, never on the device: its torch.cuda probes (is_available, device properties,
 # `BUILD_TARGET == "cuda"`) pick what to compile, and the build itself is the finding (cpp-extension, cuda-source).
 _BUILD_HOST_RULES = frozenset({"torch-cuda"})

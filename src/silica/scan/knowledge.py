@@ -210,6 +210,10 @@ class EffortRules(_Row):
     work_items: dict[str, WorkItem]
     # When the repository ships a Neuron path, the CUDA-path items count at this share (effort.yaml).
     neuron_path_share: float = Field(ge=0, le=1)
+    # Round 6: a rule found only in dependency lists and install commands counts at this share of its weeks.
+    declared_share: float = Field(ge=0, le=1)
+    # Round 6: a file's second and later kernels (rule `counts: finding`) count at this share of the first's.
+    same_file_kernel_share: float = Field(ge=0, le=1)
     training: TrainingRules
 
 
