@@ -93,7 +93,9 @@ def test_plain_base_images_made_cuda_images(tmp_path: Path) -> None:
         "docker/Dockerfile.conda:3",
         "docker/Dockerfile.wheels:2",
     ]
-    assert _where(report, "triton") == ["docker/Dockerfile.wheels:3"]  # a --find-links page named for its package
+    assert _where(report, "triton") == [
+        "docker/Dockerfile.wheels:3"
+    ]  # a --find-links page named for its package
     assert _where(report, "bitsandbytes") == ["cog.yaml:4"]  # Cog's python_packages are dependencies
 
 

@@ -74,11 +74,15 @@ _INSTALL = re.compile(
 # builds the C++/CUDA extension in that csrc folder, not the repository's main package.
 _SUBDIR = re.compile(r"#subdirectory=(\S+)")
 # Round 6: Python run from a shell script (`python - <<'PY' ... PY`): its imports are Python imports.
-_HEREDOC = re.compile(r"\bpython[0-9.]*\s+-?\s*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE)
+_HEREDOC = re.compile(
+    r"\bpython[0-9.]*\s+-?\s*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE
+)
 _HEREDOC_IMPORT = re.compile(r"^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import\b)", re.MULTILINE)
 # Round 6: `for package in deep_ep deep_gemm flash_attn_3; do ... /wheels/${package}-*.whl ... done`: the words of
 # a loop whose body installs or checks wheels through the loop variable are packages.
-_FOR = re.compile(r"^\s*for\s+(\w+)\s+in\s+([^;\n]+?)\s*(?:;\s*|\n\s*)do\b(.*?)^\s*done\b", re.DOTALL | re.MULTILINE)
+_FOR = re.compile(
+    r"^\s*for\s+(\w+)\s+in\s+([^;\n]+?)\s*(?:;\s*|\n\s*)do\b(.*?)^\s*done\b", re.DOTALL | re.MULTILINE
+)
 _EXT_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_]\w*?)_cuda\b")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
@@ -380,9 +384,13 @@ class _Scanner:
                 if find_links:  # --find-links .../whl/nightly/triton: a package's own wheel page
                     find_links = False
                     page = token.rstrip("/").rsplit("/", 1)[-1]
-                    rule = self.package_rule(page) if "://" in token and _INSTALL_NAME.fullmatch(page) else None
+                    rule = (
+                        self.package_rule(page) if "://" in token and _INSTALL_NAME.fullmatch(page) else None
+                    )
                     if rule is not None:
-                        self.findings.append(_finding(rule, f"installs {page} from {token} in {name}", rel, line))
+                        self.findings.append(
+                            _finding(rule, f"installs {page} from {token} in {name}", rel, line)
+                        )
                     continue
                 if token in ("-f", "--find-links"):
                     find_links = True
@@ -391,7 +399,9 @@ class _Scanner:
                 if sub is not None and "csrc" in sub.group(1).split("/"):
                     rule = self.rules.get("cpp-extension")
                     if rule is not None:
-                        self.findings.append(_finding(rule, f"builds {sub.group(1)} from {token} in {name}", rel, line))
+                        self.findings.append(
+                            _finding(rule, f"builds {sub.group(1)} from {token} in {name}", rel, line)
+                        )
                     continue
                 if requirement_file:
                     requirement_file = False
@@ -427,9 +437,13 @@ class _Scanner:
                         continue
                     hit = self.python.import_match(module)
                     if hit is not None:
-                        line = start + body.count("\n", 0, imp.start() + len(imp.group(0)) - len(imp.group(0).lstrip()))
-                        rule = self.rules[self.python.ids[hit[0]]]
-                        self.findings.append(_finding(rule, f"imports {hit[1]} (Python in {name})", rel, line))
+                        line = start + body.count(
+                            "\n", 0, imp.start() + len(imp.group(0)) - len(imp.group(0).lstrip())
+                        )
+                        imported = self.rules[self.python.ids[hit[0]]]
+                        self.findings.append(
+                            _finding(imported, f"imports {hit[1]} (Python in {name})", rel, line)
+                        )
         if "for " in text and "done" in text:
             for m in _FOR.finditer(text):
                 var, words, body = m.group(1), m.group(2), m.group(3)
@@ -441,7 +455,9 @@ class _Scanner:
                     word = word.strip("'\"")
                     rule = self.package_rule(word) if _INSTALL_NAME.fullmatch(word) else None
                     if rule is not None:
-                        self.findings.append(_finding(rule, f"installs {word} (loop over wheels) in {name}", rel, line))
+                        self.findings.append(
+                            _finding(rule, f"installs {word} (loop over wheels) in {name}", rel, line)
+                        )
 
     def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
         """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""

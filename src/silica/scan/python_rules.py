@@ -269,7 +269,11 @@ class PythonMatcher:
                 if kw.arg not in ("install_requires", "extras_require", "setup_requires"):
                     continue
                 for const in ast.walk(kw.value):
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str) and id(const) not in rocm:
+                    if (
+                        isinstance(const, ast.Constant)
+                        and isinstance(const.value, str)
+                        and id(const) not in rocm
+                    ):
                         m = _REQ_NAME.match(const.value)
                         if m:
                             yield m.group(1), m.group(2) or "", const.lineno

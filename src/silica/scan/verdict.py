@@ -223,7 +223,9 @@ def work_items(
             continue
         found = sum(_knee(w, caps.get(rule, w), spec.tail_share) for rule, w in weeks.get(name, {}).items())
         base = spec.base_weeks if weeks.get(name) else 0.0
-        if extra:  # round 6: the loss-parity run is the numerics comparison; the item's base is not paid twice
+        if (
+            extra
+        ):  # round 6: the loss-parity run is the numerics comparison; the item's base is not paid twice
             base = 0.0
         total = _knee(base + found, spec.cap_weeks, spec.tail_share)
         reasoning = spec.reasoning
