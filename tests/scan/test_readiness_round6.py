@@ -246,3 +246,34 @@ def test_an_engine_with_a_cuda_backend_layer_is_priced_as_a_new_neuron_backend(t
     assert report.verdict("trainium2") == "needs-work"
     plain = _scan(tmp_path / "plain", {"lib/backend_utils.py": "import torch\n", "lib/cuda.py": "x = 1\n"})
     assert not [f for f in plain.findings if f.rule == "cuda-device-backend"]
+
+
+def test_classes_configs_instantiate_fp8_matmuls_and_more_switches(tmp_path: Path) -> None:
+    """Hydra/torchtune/Lightning-CLI configs that instantiate a CUDA-only library's class, FP8 through
+    torch._scaled_mm, Lightning's DeepSpeed strategies, Accelerate's inductor backend, Composer's amp_fp16,
+    `-gpu` images and cuDNN/NCCL apt packages; `--fp16 False` and the repository's own classes are not."""
+    report = _scan(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "configs/exp.yaml": (
+                "optimizer:\n  _target_: apex.optimizers.FusedAdam\n"
+                "loss:\n  _target_: flash_attn.losses.cross_entropy.CrossEntropyLoss\n"
+                "model:\n  _target_: proj.models.GPT\n"
+                "opt2:\n  _component_: bitsandbytes.optim.PagedAdamW8bit\n"
+                "trainer:\n  strategy: deepspeed_stage_2\n  precision: amp_fp16\n"
+            ),
+            "accelerate.yaml": "dynamo_config:\n  dynamo_backend: INDUCTOR\n",
+            "fp8.py": "import torch\n\ndef mm(a, b, sa, sb):\n    return torch._scaled_mm(a, b, scale_a=sa, scale_b=sb)\n",
+            "run.sh": "python train.py --fp16 False --bf16 True\n",
+            "Dockerfile": "FROM huggingface/transformers-pytorch-gpu:latest\nRUN apt-get install -y libcudnn8\n",
+        },
+    )
+    assert _where(report, "apex") == ["configs/exp.yaml:2"]
+    assert _where(report, "flash-attn") == ["configs/exp.yaml:4"]
+    assert _where(report, "bitsandbytes") == ["configs/exp.yaml:8"]
+    assert _where(report, "deepspeed-config") == ["configs/exp.yaml:10"]
+    assert _where(report, "fp16-training") == ["configs/exp.yaml:11"]
+    assert _where(report, "inductor-modes") == ["accelerate.yaml:2"]
+    assert _where(report, "fp8-cuda-matmul") == ["fp8.py:4"]
+    assert _where(report, "cuda-base-image") == ["Dockerfile:1", "Dockerfile:2"]

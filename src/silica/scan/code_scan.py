@@ -564,6 +564,8 @@ class _Scanner:
             return
         if text_rules:
             self._text(text, rel, name)
+        if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
+            self._config_targets(text, rel, name)
         if not dependency:
             return
         found, trouble = dependencies(name, text)
@@ -576,6 +578,28 @@ class _Scanner:
                 rule = self.cuda_list_packages.get(normalize(pkg))
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
+
+    def _config_targets(self, text: str, rel: str, name: str) -> None:
+        """A class a config instantiates (Hydra `_target_: apex.optimizers.FusedAdam`, torchtune `_component_:`,
+        Lightning CLI `class_path:`) is imported when the config is used: matched like a Python import, and the
+        repository's own classes are its own code (round 6, from flash-attention's Hydra recipes)."""
+        code = _blank_comments(text)
+        seen = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        for m in _TARGET.finditer(code):
+            module = m.group(1)
+            if (
+                module.split(".", 1)[0] in self.local
+                or normalize(module.split(".", 1)[0]) in self.local_names
+            ):
+                continue
+            hit = self.python.import_match(module)
+            if hit is None:
+                continue
+            rule = self.rules[self.python.ids[hit[0]]]
+            line = code.count("\n", 0, m.start(1)) + 1
+            if (rule.id, line) not in seen:
+                seen.add((rule.id, line))
+                self.findings.append(_finding(rule, f"instantiates {module} in {name}", rel, line))
 
     def _python(self, path: str, rel: str, is_setup: bool) -> None:
         text, problem = _read(path, rel)
@@ -635,6 +659,10 @@ class _Scanner:
 
 
 NEURON_PATH_RULE = "neuron-path"
+_TARGET = re.compile(
+    r"""^\s*-?\s*["']?(?:_target_|_component_|class_path)["']?\s*:\s*["']?([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)""",
+    re.MULTILINE,
+)
 # Round 6 (from lmdeploy): a device-backend layer of the repository's own code with a CUDA backend in it
 # (`pkg/backends/cuda/`, `pkg/platforms/cuda.py`): an engine built to swap device backends, whose port is a new
 # Neuron backend next to the CUDA one. A repository-level finding (no file): the folder is in its message.
