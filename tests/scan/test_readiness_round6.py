@@ -277,3 +277,29 @@ def test_classes_configs_instantiate_fp8_matmuls_and_more_switches(tmp_path: Pat
     assert _where(report, "inductor-modes") == ["accelerate.yaml:2"]
     assert _where(report, "fp8-cuda-matmul") == ["fp8.py:4"]
     assert _where(report, "cuda-base-image") == ["Dockerfile:1", "Dockerfile:2"]
+
+
+def test_attribute_settings_quant_configs_serving_images_and_accelerate_flags(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "load.py": (
+                "import transformers\nfrom vllm import LLM\n\n"
+                "config = transformers.AutoConfig.from_pretrained('m')\n"
+                'config._attn_implementation = "flash_attention_2"\n'
+                "q = transformers.GPTQConfig(bits=4)\n"
+                "llm = LLM(model='m', quantization='awq')\n"
+            ),
+            "Dockerfile": "FROM vllm/vllm-openai:v0.9.0\n",
+            "Dockerfile.neuron": "FROM ghcr.io/huggingface/text-generation-inference:3.0-neuron\n",
+            "launch.sh": "accelerate launch --use_deepspeed --deepspeed_config_file ds.json t.py\n"
+            "accelerate launch --use_fsdp t.py\n",
+        },
+        task="inference",
+    )
+    assert _where(report, "flash-attn") == ["load.py:5"]
+    assert _where(report, "gpu-quant-kernels") == ["load.py:6", "load.py:7"]
+    assert _where(report, "cuda-base-image") == ["Dockerfile:1"]
+    training = scan_code(tmp_path, task="training")
+    assert _where(training, "deepspeed-config") == ["launch.sh:1"]
+    assert _where(training, "fsdp") == ["launch.sh:2"]

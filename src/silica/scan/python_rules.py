@@ -572,12 +572,17 @@ class _FileScan(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> bool:
         """Light data flow: `device = 'cuda'` (or `'cuda' if ... else 'cpu'`) is remembered, so a later
-        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used."""
+        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used. An attribute set
+        to a constant (`config._attn_implementation = "flash_attention_2"`, `args.fp16 = True`) is matched like
+        a keyword argument of that name (round 6)."""
         if node.value is None:
             return False
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if type(t) is ast.Attribute:
+                self.defaults.append((t.attr.lstrip("_"), node.value, node.lineno))
         values = _string_values(node.value)
         if values:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 if type(t) is ast.Name:
                     self.bound.setdefault(t.id, []).extend((v, node.lineno) for v in values)
