@@ -303,3 +303,18 @@ def test_attribute_settings_quant_configs_serving_images_and_accelerate_flags(tm
     training = scan_code(tmp_path, task="training")
     assert _where(training, "deepspeed-config") == ["launch.sh:1"]
     assert _where(training, "fsdp") == ["launch.sh:2"]
+
+
+def test_cuda_kernels_written_in_python_and_nvml_queries(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "k.py": "from numba import cuda\n\n@cuda.jit\ndef add(a, b):\n    pass\n",
+            "p.py": "from pycuda.compiler import SourceModule\n\nmod = SourceModule('__global__ void f() {}')\n",
+            "m.py": "import pynvml\nimport flash_attn_2_cuda as fa\n",
+        },
+    )
+    assert _where(report, "other-cuda-kernels") == ["k.py:1", "k.py:4", "p.py:3"]  # the kernel at its def
+    assert _where(report, "torch-cuda") == ["m.py:1"]
+    assert _where(report, "flash-attn") == ["m.py:2"]
+    assert _where(report, "cpp-extension") == []  # flash-attn's own extension, not a local build

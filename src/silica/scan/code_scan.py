@@ -610,8 +610,10 @@ class _Scanner:
                     self.findings.append(_review(problem))
             return
         self.python_files += 1
+        before = len(self.findings)
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
+        by_text = {(f.rule, f.line) for f in self.findings[before:]}
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text
@@ -637,6 +639,8 @@ class _Scanner:
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             if is_setup and rule_id in _BUILD_HOST_RULES:
                 continue  # setup.py probes the build host's GPU to choose what to compile (round 6)
+            if (rule_id, line) in by_text and message.startswith("imports "):
+                continue  # `import flash_attn_2_cuda`, already found as that library's compiled extension
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
             for pkg, extras, line in dict.fromkeys(self.python.string_requirements(tree)):
