@@ -318,3 +318,24 @@ def test_cuda_kernels_written_in_python_and_nvml_queries(tmp_path: Path) -> None
     assert _where(report, "torch-cuda") == ["m.py:1"]
     assert _where(report, "flash-attn") == ["m.py:2"]
     assert _where(report, "cpp-extension") == []  # flash-attn's own extension, not a local build
+
+
+def test_guarded_imports_are_optional_integrations(tmp_path: Path) -> None:
+    """An import under `except ImportError` or an availability check is still found (never "ready") but is
+    sized as an optional integration (declared_share), unless the library is also used unguarded."""
+    guarded = _scan(
+        tmp_path / "g",
+        {
+            "q.py": (
+                "try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n"
+                "if is_bnb_available():\n    from bitsandbytes.nn import Linear4bit\n"
+            )
+        },
+        task="inference",
+    )
+    messages = [f.message for f in guarded.findings if f.rule == "bitsandbytes"]
+    assert messages[:2] == ["optionally imports bitsandbytes", "optionally imports bitsandbytes.nn"]
+    assert guarded.verdict("trainium2") == "needs-work"
+    assert _items(guarded)["remove-cuda-only-kernels"] == 0.25
+    plain = _scan(tmp_path / "p", {"q.py": "import bitsandbytes as bnb\n"}, task="inference")
+    assert _items(plain)["remove-cuda-only-kernels"] == 1.0

@@ -634,7 +634,10 @@ class _Scanner:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
         tpu_only = _tpu_only(text)
-        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
+        guarded = "ImportError" in text or "_available(" in text or "find_spec" in text
+        for rule_id, message, line in self.python.scan(
+            tree, uses_torch=uses_torch, local=local, guarded=guarded
+        ):
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             if is_setup and rule_id in _BUILD_HOST_RULES:

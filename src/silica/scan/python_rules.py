@@ -246,9 +246,21 @@ class PythonMatcher:
 
     # --- the tree ---------------------------------------------------------------------------------------
 
-    def scan(self, tree: ast.AST, *, uses_torch: bool, local: frozenset[str] | None = None) -> list[Match]:
-        """Every match in one parsed file; `local` overrides the repository's own packages for this file."""
-        return _FileScan(self, uses_torch, self.local if local is None else local).run(tree)
+    def scan(
+        self,
+        tree: ast.AST,
+        *,
+        uses_torch: bool,
+        local: frozenset[str] | None = None,
+        guarded: bool = False,
+    ) -> list[Match]:
+        """Every match in one parsed file; `local` overrides the repository's own packages for this file.
+        `guarded`: the file may hold imports guarded by `try: ... except ImportError` or an availability check
+        (its text names one), which are then reported as optional imports."""
+        scan = _FileScan(self, uses_torch, self.local if local is None else local)
+        if guarded:
+            scan.optional = _guarded_imports(tree)
+        return scan.run(tree)
 
     def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, str, int]]:
         """String constants inside setup(install_requires=..., extras_require=...) calls, and anywhere in
@@ -291,6 +303,35 @@ def _rocm_branches(tree: ast.AST) -> set[int]:
         if isinstance(node, ast.If) and _ROCM.search(ast.unparse(node.test)):
             for stmt in node.body:
                 out.update(id(n) for n in ast.walk(stmt))
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+_AVAILABILITY = re.compile(r"(?:^|\.)(?:is_\w+_available|find_spec|find_loader)$")
+
+
+def _guarded_imports(tree: ast.AST) -> set[int]:
+    """Import statements inside `try:` bodies that catch ImportError, or inside `if is_x_available():` /
+    `if importlib.util.find_spec(...)` bodies: optional integrations that the code skips when the library is
+    not installed (round 6, for the effort of fine-tuning kits with many optional kernel backends)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body: list[ast.stmt] = []
+        if isinstance(node, ast.Try):
+            caught = {
+                n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+                for h in node.handlers
+                if h.type is not None
+                for n in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])
+            }
+            if caught & _IMPORT_ERRORS:
+                body = node.body
+        elif isinstance(node, ast.If):
+            calls = [c for c in ast.walk(node.test) if isinstance(c, ast.Call)]
+            if any(_AVAILABILITY.search(_dotted(c.func) or "") for c in calls):
+                body = node.body
+        for stmt in body:
+            out.update(id(n) for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom))
     return out
 
 
@@ -376,6 +417,7 @@ class _FileScan(ast.NodeVisitor):
 
     def __init__(self, matcher: PythonMatcher, uses_torch: bool, local: frozenset[str]) -> None:
         self.m = matcher
+        self.optional: set[int] = set()  # ids of guarded import statements (PythonMatcher.scan)
         self.local = local
         self.torch = uses_torch
         self.aliases: dict[str, str] = {}
@@ -469,8 +511,12 @@ class _FileScan(ast.NodeVisitor):
             hit = self.m.import_match(a.name)
             if hit is not None:
                 self._imported[a.asname or head] = len(self.out)
-                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+                self._add(hit[0], f"{self._imports(node)} {hit[1]}", node.lineno)
         return True
+
+    def _imports(self, node: ast.Import | ast.ImportFrom) -> str:
+        """How an import is reported: "optionally imports" when it is guarded (an optional integration)."""
+        return "optionally imports" if id(node) in self.optional else "imports"
 
     def _wrapper(self, module: str, line: int) -> None:
         """The repository's own module named after a kernel library (`llama_flash_attn_monkey_patch`)."""
@@ -519,7 +565,7 @@ class _FileScan(ast.NodeVisitor):
                 return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
-                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+                self._add(hit[0], f"{self._imports(node)} {hit[1]}", node.lineno)
         return True
 
     def visit_Attribute(self, node: ast.Attribute) -> bool:

@@ -247,7 +247,9 @@ NEURON_PATH_RULE = "neuron-path"  # silica.scan.code_scan uses the same id
 # How a code scan's message starts when the finding only declares or installs a library (silica.scan.code_scan
 # writes these): "depends on flash-attn", "installs deepspeed==0.7.7 in Dockerfile", "setup.py requires triton",
 # "clones vllm to build it". Round 6: such findings are sized apart (work_items).
-DECLARED = ("depends on ", "installs ", "setup.py requires ", "clones ")
+# An import guarded by `except ImportError` or an availability check ("optionally imports bitsandbytes"), and
+# the check itself ("checks is_gptqmodel_available()"), are an optional integration, sized like a declaration.
+DECLARED = ("depends on ", "installs ", "setup.py requires ", "clones ", "optionally imports ", "checks is_")
 
 
 def _knee(weeks: float, cap: float, tail_share: float) -> float:
