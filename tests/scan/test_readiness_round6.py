@@ -339,3 +339,16 @@ def test_guarded_imports_are_optional_integrations(tmp_path: Path) -> None:
     assert _items(guarded)["remove-cuda-only-kernels"] == 0.25
     plain = _scan(tmp_path / "p", {"q.py": "import bitsandbytes as bnb\n"}, task="inference")
     assert _items(plain)["remove-cuda-only-kernels"] == 1.0
+
+
+def test_python_c_imports_in_images_and_scripts(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "Dockerfile": 'FROM python:3.11\nRUN python -c "import torch; import flash_attn; print(1)"\n',
+            "check.sh": "python3 -c 'import torch; print(torch.__version__)'\n",
+        },
+        task="inference",
+    )
+    assert _where(report, "flash-attn") == ["Dockerfile:2"]
+    assert [f.location for f in report.findings if f.file == "check.sh"] == []

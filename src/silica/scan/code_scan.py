@@ -77,6 +77,8 @@ _SUBDIR = re.compile(r"#subdirectory=(\S+)")
 _HEREDOC = re.compile(
     r"\bpython[0-9.]*\s+-?\s*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE
 )
+# `python -c "import flash_attn; print(flash_attn.__version__)"` in a Dockerfile or script: the same imports.
+_PYTHON_C = re.compile(r"""\bpython[0-9.]*\s+-c\s+(["'])(.+?)\1""")
 _HEREDOC_IMPORT = re.compile(r"^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import\b)", re.MULTILINE)
 # Round 6: `for package in deep_ep deep_gemm flash_attn_3; do ... /wheels/${package}-*.whl ... done`: the words of
 # a loop whose body installs or checks wheels through the loop variable are packages.
@@ -425,20 +427,33 @@ class _Scanner:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
 
     def _shell_python(self, text: str, rel: str, name: str) -> None:
-        """Imports in Python run from a shell script (`python - <<'PY'`), and packages named by a `for` loop
+        """Imports in Python run from a shell script (`python - <<'PY'`, `python -c "import x"`), and packages
+        named by a `for` loop
         whose body installs or checks their wheels through the loop variable (round 6, from lmdeploy)."""
+        bodies: list[tuple[int, str, bool]] = []  # (first line, Python source, all on that one line)
         if "<<" in text and "python" in text:
-            for m in _HEREDOC.finditer(text):
-                start = text.count("\n", 0, m.start(3)) + 1
-                body = m.group(3)
+            bodies += [
+                (text.count("\n", 0, m.start(3)) + 1, m.group(3), False) for m in _HEREDOC.finditer(text)
+            ]
+        if "-c" in text and "python" in text:
+            bodies += [
+                (text.count("\n", 0, m.start(2)) + 1, m.group(2).replace(";", "\n"), True)
+                for m in _PYTHON_C.finditer(text)
+            ]
+        if bodies:
+            for start, body, one_line in bodies:
                 for imp in _HEREDOC_IMPORT.finditer(body):
                     module = imp.group(1) or imp.group(2)
                     if module.split(".", 1)[0] in self.local:
                         continue
                     hit = self.python.import_match(module)
                     if hit is not None:
-                        line = start + body.count(
-                            "\n", 0, imp.start() + len(imp.group(0)) - len(imp.group(0).lstrip())
+                        line = start + (
+                            0
+                            if one_line
+                            else body.count(
+                                "\n", 0, imp.start() + len(imp.group(0)) - len(imp.group(0).lstrip())
+                            )
                         )
                         imported = self.rules[self.python.ids[hit[0]]]
                         self.findings.append(
