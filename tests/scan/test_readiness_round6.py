@@ -352,3 +352,21 @@ def test_python_c_imports_in_images_and_scripts(tmp_path: Path) -> None:
     )
     assert _where(report, "flash-attn") == ["Dockerfile:2"]
     assert [f.location for f in report.findings if f.file == "check.sh"] == []
+
+
+def test_torchtitan_style_toml_job_configs(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "train_configs/llama3_8b.toml": (
+                '[model]\nconverters = ["float8"]\n\n[training]\ncompile = true\nmixed_precision_param = "float16"\n'
+                "\n[parallelism]\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 2\n"
+            ),
+            "train_configs/debug.toml": "[parallelism]\ndata_parallel_shard_degree = 1\ntensor_parallel_degree = 1\n",
+        },
+    )
+    assert _where(report, "fp8-cuda-matmul") == ["train_configs/llama3_8b.toml:2"]
+    assert _where(report, "torch-compile") == ["train_configs/llama3_8b.toml:5"]
+    assert _where(report, "fp16-training") == ["train_configs/llama3_8b.toml:6"]
+    assert _where(report, "fsdp") == ["train_configs/llama3_8b.toml:9"]
+    assert _where(report, "dtensor-tp") == ["train_configs/llama3_8b.toml:10"]
