@@ -370,3 +370,13 @@ def test_torchtitan_style_toml_job_configs(tmp_path: Path) -> None:
     assert _where(report, "fp16-training") == ["train_configs/llama3_8b.toml:6"]
     assert _where(report, "fsdp") == ["train_configs/llama3_8b.toml:9"]
     assert _where(report, "dtensor-tp") == ["train_configs/llama3_8b.toml:10"]
+
+
+def test_a_file_that_installs_and_uses_a_library_counts_the_use(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {"Dockerfile": 'FROM python:3.11\nRUN pip install flash-attn\nRUN python -c "import flash_attn"\n'},
+        task="inference",
+    )
+    assert _where(report, "flash-attn") == ["Dockerfile:2", "Dockerfile:3"]
+    assert _items(report)["remove-cuda-only-kernels"] == 0.5  # flash-attn's 0.5, not the declared share

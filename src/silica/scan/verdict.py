@@ -183,7 +183,8 @@ def work_items(
     # library on, else at effort.yaml's declared_share.
     declared: dict[str, list[tuple[str, float]]] = defaultdict(list)
     used: set[str] = set()
-    for f in findings:
+    # uses first, so that a file that both installs and uses a library counts as a use
+    for f in sorted(findings, key=lambda f: f.message.startswith(DECLARED)):
         if f.rule == NEURON_PATH_RULE:
             neuron_path = True
         item = rule_item.get(f.rule)
@@ -223,9 +224,8 @@ def work_items(
             continue
         found = sum(_knee(w, caps.get(rule, w), spec.tail_share) for rule, w in weeks.get(name, {}).items())
         base = spec.base_weeks if weeks.get(name) else 0.0
-        if (
-            extra
-        ):  # round 6: the loss-parity run is the numerics comparison; the item's base is not paid twice
+        # round 6: the loss-parity run is the numerics comparison; the item's base is not paid twice
+        if extra:
             base = 0.0
         total = _knee(base + found, spec.cap_weeks, spec.tail_share)
         reasoning = spec.reasoning
