@@ -18,7 +18,7 @@ from typing import Any
 __all__ = ["Dependencies", "dependencies", "is_dependency_file", "normalize", "packages_in"]
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-_LEADING = re.compile(rf"^\s*(?:-\s+)?(?:[\w-]+::)?({_NAME})")
+_LEADING = re.compile(rf"^\s*(?:-\s+)?[\"']?(?:[\w-]+::)?({_NAME})")
 _REQUIREMENTS = re.compile(r"^requirements.*\.(txt|in)$|^.*requirements\.(txt|in)$", re.IGNORECASE)
 _TOML_PART = r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'"""
 _TOML_DOTTED = rf"(?:{_TOML_PART})(?:\s*\.\s*(?:{_TOML_PART}))*"
@@ -47,6 +47,7 @@ def is_dependency_file(name: str) -> bool:
         "environment.yaml",
         "conda.yml",
         "conda.yaml",
+        "cog.yaml",  # round 6 (from LLaVA): Cog's build.python_packages list
     )
 
 

@@ -65,7 +65,26 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 # Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
 # by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
-_INSTALL = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)")
+# Round 6 (from lmdeploy's wheel builder): `pip download` and `pip wheel` fetch or build the packages they name
+# for a later install, as `pip install` does.
+_INSTALL = re.compile(
+    r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+(?:install|download|wheel)\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
+)
+# Round 6: `pip install git+https://github.com/Dao-AILab/flash-attention@v2.6.3#subdirectory=csrc/fused_dense_lib`
+# builds the C++/CUDA extension in that csrc folder, not the repository's main package.
+_SUBDIR = re.compile(r"#subdirectory=(\S+)")
+# Round 6: Python run from a shell script (`python - <<'PY' ... PY`): its imports are Python imports.
+_HEREDOC = re.compile(
+    r"\bpython[0-9.]*\s+-?\s*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE
+)
+# `python -c "import flash_attn; print(flash_attn.__version__)"` in a Dockerfile or script: the same imports.
+_PYTHON_C = re.compile(r"""\bpython[0-9.]*\s+-c\s+(["'])(.+?)\1""")
+_HEREDOC_IMPORT = re.compile(r"^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import\b)", re.MULTILINE)
+# Round 6: `for package in deep_ep deep_gemm flash_attn_3; do ... /wheels/${package}-*.whl ... done`: the words of
+# a loop whose body installs or checks wheels through the loop variable are packages.
+_FOR = re.compile(
+    r"^\s*for\s+(\w+)\s+in\s+([^;\n]+?)\s*(?:;\s*|\n\s*)do\b(.*?)^\s*done\b", re.DOTALL | re.MULTILINE
+)
 _EXT_IMPORT = re.compile(r"(?:import|from)\s+([A-Za-z_]\w*?)_cuda\b")
 _INSTALL_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 _GIT_NAME = re.compile(r"(?:\.git)?(?:@.*|#.*)?$")
@@ -77,6 +96,9 @@ _CLONE = re.compile(
 # `pip install -r requirements/deepspeed.txt`: a requirements file named after the package it installs.
 _REQ_FILE = re.compile(r"(?:^|/)([A-Za-z0-9][\w.-]*?)\.(?:txt|in)$")
 _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
+# Text rules whose patterns name what an install line installs (`conda install pytorch-cuda=11.8 cuda-nvcc`
+# makes a CUDA image, round 6): matched inside install commands too.
+_INSIDE_INSTALLS = frozenset({"cuda-base-image"})
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -104,7 +126,7 @@ def _review(problem: Finding) -> Finding:
     )
 
 
-def _finding(rule: CodeRule, message: str, file: str, line: int | None) -> Finding:
+def _finding(rule: CodeRule, message: str, file: str | None, line: int | None) -> Finding:
     return Finding(
         rule=rule.id,
         title=rule.title,
@@ -267,6 +289,9 @@ class _Scanner:
             for ext in rule.extensions:
                 self.extensions.setdefault(ext, rule)
         self.ext_suffixes = tuple(self.extensions)
+        self.cuda_list_packages = {
+            normalize(pkg): rule for rule in kb.code_rules for pkg in rule.cuda_list_packages
+        }
         self.rules = {r.id: r for r in kb.code_rules}
         # a repository name spelled without separators (TransformerEngine -> transformer-engine)
         self.squashed = {name.replace("-", ""): rule for name, rule in self.packages.items()}
@@ -301,8 +326,12 @@ class _Scanner:
 
     def run(self) -> None:
         errors: list[OSError] = []
+        backends: set[str] = set()
         for path, rel, name in _walk(self.root, errors):
             self.files += 1
+            backend = _BACKEND_LAYER.search(rel) if name.endswith(".py") else None
+            if backend is not None:
+                backends.add(backend.group(1))
             if name.endswith(".py"):
                 self._python(path, rel, name == "setup.py")
             elif name.endswith(self.ext_suffixes):
@@ -318,6 +347,12 @@ class _Scanner:
                     self._other(path, rel, name, dependency, text_rules)
         for err in errors:
             self.findings.append(self._unlistable(err))
+        rule = self.rules.get(BACKEND_RULE)
+        if backends and rule is not None:
+            where = ", ".join(sorted(backends)[:3])
+            self.findings.append(
+                _finding(rule, f"the CUDA backend of the repository's device layer: {where}", None, None)
+            )
 
     def package_rule(self, pkg: str, extras: str = "") -> CodeRule | None:
         """The rule for a distribution name (exact, then `cupy-cuda*`-style patterns), or for one of its
@@ -341,11 +376,35 @@ class _Scanner:
             if rule is not None:
                 line = text.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(rule, f"clones {m.group(1)} to build it in {name}", rel, line))
+        self._shell_python(text, rel, name)
         for m in _INSTALL.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             requirement_file = False
+            find_links = False
             for token in re.sub(r"\\\n", " ", m.group(1)).split():
                 token = token.strip("'\"")
+                if find_links:  # --find-links .../whl/nightly/triton: a package's own wheel page
+                    find_links = False
+                    page = token.rstrip("/").rsplit("/", 1)[-1]
+                    rule = (
+                        self.package_rule(page) if "://" in token and _INSTALL_NAME.fullmatch(page) else None
+                    )
+                    if rule is not None:
+                        self.findings.append(
+                            _finding(rule, f"installs {page} from {token} in {name}", rel, line)
+                        )
+                    continue
+                if token in ("-f", "--find-links"):
+                    find_links = True
+                    continue
+                sub = _SUBDIR.search(token) if "git+" in token else None
+                if sub is not None and "csrc" in sub.group(1).split("/"):
+                    rule = self.rules.get("cpp-extension")
+                    if rule is not None:
+                        self.findings.append(
+                            _finding(rule, f"builds {sub.group(1)} from {token} in {name}", rel, line)
+                        )
+                    continue
                 if requirement_file:
                     requirement_file = False
                     req = _REQ_FILE.search(token)
@@ -366,6 +425,54 @@ class _Scanner:
                 rule = self.package_rule(n.group(1), n.group(2) or "")
                 if rule is not None:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+
+    def _shell_python(self, text: str, rel: str, name: str) -> None:
+        """Imports in Python run from a shell script (`python - <<'PY'`, `python -c "import x"`), and packages
+        named by a `for` loop
+        whose body installs or checks their wheels through the loop variable (round 6, from lmdeploy)."""
+        bodies: list[tuple[int, str, bool]] = []  # (first line, Python source, all on that one line)
+        if "<<" in text and "python" in text:
+            bodies += [
+                (text.count("\n", 0, m.start(3)) + 1, m.group(3), False) for m in _HEREDOC.finditer(text)
+            ]
+        if "-c" in text and "python" in text:
+            bodies += [
+                (text.count("\n", 0, m.start(2)) + 1, m.group(2).replace(";", "\n"), True)
+                for m in _PYTHON_C.finditer(text)
+            ]
+        if bodies:
+            for start, body, one_line in bodies:
+                for imp in _HEREDOC_IMPORT.finditer(body):
+                    module = imp.group(1) or imp.group(2)
+                    if module.split(".", 1)[0] in self.local:
+                        continue
+                    hit = self.python.import_match(module)
+                    if hit is not None:
+                        line = start + (
+                            0
+                            if one_line
+                            else body.count(
+                                "\n", 0, imp.start() + len(imp.group(0)) - len(imp.group(0).lstrip())
+                            )
+                        )
+                        imported = self.rules[self.python.ids[hit[0]]]
+                        self.findings.append(
+                            _finding(imported, f"imports {hit[1]} (Python in {name})", rel, line)
+                        )
+        if "for " in text and "done" in text:
+            for m in _FOR.finditer(text):
+                var, words, body = m.group(1), m.group(2), m.group(3)
+                uses = f"${{{var}}}" in body or re.search(rf"\${var}\b", body) is not None
+                if not uses or not ("pip" in body or ".whl" in body):
+                    continue
+                line = text.count("\n", 0, m.start() + len(m.group(0)) - len(m.group(0).lstrip())) + 1
+                for word in words.split():
+                    word = word.strip("'\"")
+                    rule = self.package_rule(word) if _INSTALL_NAME.fullmatch(word) else None
+                    if rule is not None:
+                        self.findings.append(
+                            _finding(rule, f"installs {word} (loop over wheels) in {name}", rel, line)
+                        )
 
     def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
         """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""
@@ -416,7 +523,7 @@ class _Scanner:
         for rule, pattern in rules:
             seen: set[int] = set()
             for m in pattern.finditer(text):
-                if any(a <= m.start() < b for a, b in spans):
+                if rule.id not in _INSIDE_INSTALLS and any(a <= m.start() < b for a, b in spans):
                     continue  # a package named in `pip install ... deepspeed`, not the `deepspeed` launcher
                 owner = self._library_extension(m.group(0)) if rule.id == "cpp-extension" else None
                 if (
@@ -472,15 +579,42 @@ class _Scanner:
             return
         if text_rules:
             self._text(text, rel, name)
+        if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
+            self._config_targets(text, rel, name)
         if not dependency:
             return
         found, trouble = dependencies(name, text)
         if trouble is not None:
             self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
+        cuda_list = "cuda" in name.lower()
         for pkg, line in found:
             rule = self.package_rule(pkg)
+            if rule is None and cuda_list:
+                rule = self.cuda_list_packages.get(normalize(pkg))
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
+
+    def _config_targets(self, text: str, rel: str, name: str) -> None:
+        """A class a config instantiates (Hydra `_target_: apex.optimizers.FusedAdam`, torchtune `_component_:`,
+        Lightning CLI `class_path:`) is imported when the config is used: matched like a Python import, and the
+        repository's own classes are its own code (round 6, from flash-attention's Hydra recipes)."""
+        code = _blank_comments(text)
+        seen = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        for m in _TARGET.finditer(code):
+            module = m.group(1)
+            if (
+                module.split(".", 1)[0] in self.local
+                or normalize(module.split(".", 1)[0]) in self.local_names
+            ):
+                continue
+            hit = self.python.import_match(module)
+            if hit is None:
+                continue
+            rule = self.rules[self.python.ids[hit[0]]]
+            line = code.count("\n", 0, m.start(1)) + 1
+            if (rule.id, line) not in seen:
+                seen.add((rule.id, line))
+                self.findings.append(_finding(rule, f"instantiates {module} in {name}", rel, line))
 
     def _python(self, path: str, rel: str, is_setup: bool) -> None:
         text, problem = _read(path, rel)
@@ -491,8 +625,10 @@ class _Scanner:
                     self.findings.append(_review(problem))
             return
         self.python_files += 1
+        before = len(self.findings)
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
+        by_text = {(f.rule, f.line) for f in self.findings[before:]}
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text
@@ -513,9 +649,16 @@ class _Scanner:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
         tpu_only = _tpu_only(text)
-        for rule_id, message, line in self.python.scan(tree, uses_torch=uses_torch, local=local):
+        guarded = "ImportError" in text or "_available(" in text or "find_spec" in text
+        for rule_id, message, line in self.python.scan(
+            tree, uses_torch=uses_torch, local=local, guarded=guarded
+        ):
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
+            if is_setup and rule_id in _BUILD_HOST_RULES:
+                continue  # setup.py probes the build host's GPU to choose what to compile (round 6)
+            if (rule_id, line) in by_text and message.startswith("imports "):
+                continue  # `import flash_attn_2_cuda`, already found as that library's compiled extension
             self.findings.append(_finding(self.rules[rule_id], message, rel, line))
         if is_setup:
             for pkg, extras, line in dict.fromkeys(self.python.string_requirements(tree)):
@@ -538,6 +681,18 @@ class _Scanner:
 
 
 NEURON_PATH_RULE = "neuron-path"
+_TARGET = re.compile(
+    r"""^\s*-?\s*["']?(?:_target_|_component_|class_path)["']?\s*:\s*["']?([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)""",
+    re.MULTILINE,
+)
+# Round 6 (from lmdeploy): a device-backend layer of the repository's own code with a CUDA backend in it
+# (`pkg/backends/cuda/`, `pkg/platforms/cuda.py`): an engine built to swap device backends, whose port is a new
+# Neuron backend next to the CUDA one. A repository-level finding (no file): the folder is in its message.
+BACKEND_RULE = "cuda-device-backend"
+_BACKEND_LAYER = re.compile(r"^((?:[\w.-]+/)*?(?:backends?|platforms?)/cuda)(?:/|\.py$|_\w+\.py$)")
+# setup.py runs on the build host, never on the device: its torch.cuda probes (is_available, device properties,
+# `BUILD_TARGET == "cuda"`) pick what to compile, and the build itself is the finding (cpp-extension, cuda-source).
+_BUILD_HOST_RULES = frozenset({"torch-cuda"})
 # `is_gptqmodel_available(`: a call (not a definition) of an availability helper named after a package.
 _AVAILABLE = re.compile(r"(?<!def )(?<![\w.])(?:[\w.]*\.)?is_([a-z0-9_]+?)_available\(")
 # torch-xla serves TPUs as well as Neuron: its imports (and Lightning's XLA strategies) name a Neuron path only

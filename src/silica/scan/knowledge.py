@@ -144,6 +144,9 @@ class CodeRule(_Row):
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=10)
     packages: tuple[str, ...] = ()
+    # distribution names that count only in a requirements list named for CUDA (requirements/runtime_cuda.txt):
+    # libraries that also target other devices but are that build's CUDA kernels there
+    cuda_list_packages: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
@@ -207,6 +210,10 @@ class EffortRules(_Row):
     work_items: dict[str, WorkItem]
     # When the repository ships a Neuron path, the CUDA-path items count at this share (effort.yaml).
     neuron_path_share: float = Field(ge=0, le=1)
+    # Round 6: a rule found only in dependency lists and install commands counts at this share of its weeks.
+    declared_share: float = Field(ge=0, le=1)
+    # Round 6: a file's second and later kernels (rule `counts: finding`) count at this share of the first's.
+    same_file_kernel_share: float = Field(ge=0, le=1)
     training: TrainingRules
 
 

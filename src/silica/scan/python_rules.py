@@ -246,17 +246,32 @@ class PythonMatcher:
 
     # --- the tree ---------------------------------------------------------------------------------------
 
-    def scan(self, tree: ast.AST, *, uses_torch: bool, local: frozenset[str] | None = None) -> list[Match]:
-        """Every match in one parsed file; `local` overrides the repository's own packages for this file."""
-        return _FileScan(self, uses_torch, self.local if local is None else local).run(tree)
+    def scan(
+        self,
+        tree: ast.AST,
+        *,
+        uses_torch: bool,
+        local: frozenset[str] | None = None,
+        guarded: bool = False,
+    ) -> list[Match]:
+        """Every match in one parsed file; `local` overrides the repository's own packages for this file.
+        `guarded`: the file may hold imports guarded by `try: ... except ImportError` or an availability check
+        (its text names one), which are then reported as optional imports."""
+        scan = _FileScan(self, uses_torch, self.local if local is None else local)
+        if guarded:
+            scan.optional = _guarded_imports(tree)
+        return scan.run(tree)
 
     def string_requirements(self, tree: ast.AST) -> Iterator[tuple[str, str, int]]:
         """String constants inside setup(install_requires=..., extras_require=...) calls, and anywhere in
         setup.py a string spelled as a pinned requirement ("triton>=2.3.1"): requirement lists are often
         built by helper functions or variables before they reach setup(). Each comes as (name, extras, line):
         `trl[vllm]` installs vLLM."""
+        rocm = _rocm_branches(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) in rocm:
+                    continue
                 m = _PINNED_REQ.match(node.value)
                 if m:
                     yield m.group(1), m.group(2) or "", node.lineno
@@ -266,10 +281,67 @@ class PythonMatcher:
                 if kw.arg not in ("install_requires", "extras_require", "setup_requires"):
                     continue
                 for const in ast.walk(kw.value):
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    if (
+                        isinstance(const, ast.Constant)
+                        and isinstance(const.value, str)
+                        and id(const) not in rocm
+                    ):
                         m = _REQ_NAME.match(const.value)
                         if m:
                             yield m.group(1), m.group(2) or "", const.lineno
+
+
+_ROCM = re.compile(r"(?i)rocm|(?<![a-z])hip(?![a-z])")
+
+
+def _rocm_branches(tree: ast.AST) -> set[int]:
+    """The nodes inside the body of an `if` whose test names ROCm or HIP (`if ROCM_BACKEND == "triton":`,
+    `if IS_HIP_EXTENSION:`): requirements listed there are the ROCm build's, not the CUDA one's (round 6,
+    from flash-attention's setup.py)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _ROCM.search(ast.unparse(node.test)):
+            for stmt in node.body:
+                out.update(id(n) for n in ast.walk(stmt))
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+_AVAILABILITY = re.compile(r"(?:^|\.)(?:is_\w+_available|find_spec|find_loader)$")
+
+
+def _guarded_imports(tree: ast.AST) -> set[int]:
+    """Import statements inside `try:` bodies that catch ImportError, or inside `if is_x_available():` /
+    `if importlib.util.find_spec(...)` bodies: optional integrations that the code skips when the library is
+    not installed (round 6, for the effort of fine-tuning kits with many optional kernel backends)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body: list[ast.stmt] = []
+        if isinstance(node, ast.Try):
+            caught = {
+                n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+                for h in node.handlers
+                if h.type is not None
+                for n in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])
+            }
+            if caught & _IMPORT_ERRORS:
+                body = node.body
+        elif isinstance(node, ast.If):
+            calls = [c for c in ast.walk(node.test) if isinstance(c, ast.Call)]
+            if any(_AVAILABILITY.search(_dotted(c.func) or "") for c in calls):
+                body = node.body
+        for stmt in body:
+            out.update(id(n) for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom))
+    return out
+
+
+def _switched_off_or_forwarded(key: str, value: ast.expr) -> bool:
+    """`fsdp=None`, `deepspeed=""`, `fsdp=False` switch nothing on, and `fsdp=training_args.fsdp` only forwards
+    a setting made elsewhere (a launcher flag or config, which the scan reads where it is set): round 6, from
+    LLaVA passing `fsdp=training_args.fsdp` to its own vision-tower loader."""
+    if type(value) is ast.Constant:
+        return value.value in (None, False, "", 0)
+    return type(value) is ast.Attribute and value.attr == key
 
 
 _EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
@@ -345,6 +417,7 @@ class _FileScan(ast.NodeVisitor):
 
     def __init__(self, matcher: PythonMatcher, uses_torch: bool, local: frozenset[str]) -> None:
         self.m = matcher
+        self.optional: set[int] = set()  # ids of guarded import statements (PythonMatcher.scan)
         self.local = local
         self.torch = uses_torch
         self.aliases: dict[str, str] = {}
@@ -362,6 +435,7 @@ class _FileScan(ast.NodeVisitor):
             ast.AsyncFunctionDef: self.visit_FunctionDef,
             ast.Assign: self.visit_Assign,
             ast.AnnAssign: self.visit_Assign,
+            ast.arg: self.visit_arg,
             ast.ClassDef: self.visit_ClassDef,
             ast.Dict: self.visit_Dict,
             ast.Compare: self.visit_Compare,
@@ -437,8 +511,12 @@ class _FileScan(ast.NodeVisitor):
             hit = self.m.import_match(a.name)
             if hit is not None:
                 self._imported[a.asname or head] = len(self.out)
-                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+                self._add(hit[0], f"{self._imports(node)} {hit[1]}", node.lineno)
         return True
+
+    def _imports(self, node: ast.Import | ast.ImportFrom) -> str:
+        """How an import is reported: "optionally imports" when it is guarded (an optional integration)."""
+        return "optionally imports" if id(node) in self.optional else "imports"
 
     def _wrapper(self, module: str, line: int) -> None:
         """The repository's own module named after a kernel library (`llama_flash_attn_monkey_patch`)."""
@@ -487,7 +565,7 @@ class _FileScan(ast.NodeVisitor):
                 return True
             hit = self.m.import_match(node.module, [a.name for a in node.names])
             if hit is not None:
-                self._add(hit[0], f"imports {hit[1]}", node.lineno)
+                self._add(hit[0], f"{self._imports(node)} {hit[1]}", node.lineno)
         return True
 
     def visit_Attribute(self, node: ast.Attribute) -> bool:
@@ -520,6 +598,11 @@ class _FileScan(ast.NodeVisitor):
             self.defaults.append((arg.arg, default, default.lineno))
         return False
 
+    def visit_arg(self, node: ast.arg) -> bool:
+        """A parameter's type annotation (`trainer: transformers.Trainer`) names a type, it uses nothing
+        (round 6, from LLaVA): the parameter's children are not visited."""
+        return True
+
     def visit_ClassDef(self, node: ast.ClassDef) -> bool:
         """A class attribute or dataclass field with a constant value (`dist_backend = 'nccl'`,
         `attn_implementation: str = "flash_attention_2"`) is matched like a keyword argument."""
@@ -535,12 +618,17 @@ class _FileScan(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> bool:
         """Light data flow: `device = 'cuda'` (or `'cuda' if ... else 'cpu'`) is remembered, so a later
-        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used."""
+        `x.to(device)` or `autocast(device_type=device)` is matched where the value is used. An attribute set
+        to a constant (`config._attn_implementation = "flash_attention_2"`, `args.fp16 = True`) is matched like
+        a keyword argument of that name (round 6)."""
         if node.value is None:
             return False
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if type(t) is ast.Attribute:
+                self.defaults.append((t.attr.lstrip("_"), node.value, node.lineno))
         values = _string_values(node.value)
         if values:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 if type(t) is ast.Name:
                     self.bound.setdefault(t.id, []).extend((v, node.lineno) for v in values)
@@ -629,6 +717,8 @@ class _FileScan(ast.NodeVisitor):
             if kw.arg is None:
                 continue
             rule = m._any_keywords.get(kw.arg)
+            if rule is not None and _switched_off_or_forwarded(kw.arg, kw.value):
+                continue
             if rule is not None:
                 self._add(rule, f"passes {kw.arg}=...", node.lineno)
                 matched = True

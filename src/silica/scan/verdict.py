@@ -177,7 +177,14 @@ def work_items(
     neuron_path = False
     per_file = {r.id: r.counts == "file" for r in kb.code_rules}
     seen: set[tuple[str, str | None]] = set()
-    for f in findings:
+    kernels_in_file: dict[tuple[str, str | None], int] = defaultdict(int)
+    # Round 6: a rule's findings that only declare or install its library (dependency lists, install
+    # commands) are sized apart: nothing when the rule is also found where code or a config switches the
+    # library on, else at effort.yaml's declared_share.
+    declared: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    used: set[str] = set()
+    # uses first, so that a file that both installs and uses a library counts as a use
+    for f in sorted(findings, key=lambda f: f.message.startswith(DECLARED)):
         if f.rule == NEURON_PATH_RULE:
             neuron_path = True
         item = rule_item.get(f.rule)
@@ -190,7 +197,19 @@ def work_items(
             if (f.rule, f.file) in seen:
                 continue
             seen.add((f.rule, f.file))
-        weeks[item][f.rule] += f.effort_weeks
+        if f.message.startswith(DECLARED):
+            declared[f.rule].append((item, f.effort_weeks))
+            continue
+        used.add(f.rule)
+        share = 1.0
+        if not per_file.get(f.rule, True):  # round 6: a file's further kernels share its first one's design
+            kernels_in_file[(f.rule, f.file)] += 1
+            share = 1.0 if kernels_in_file[(f.rule, f.file)] == 1 else kb.effort.same_file_kernel_share
+        weeks[item][f.rule] += f.effort_weeks * share
+    for rule, rows in declared.items():
+        if rule not in used:
+            for item, w in rows:
+                weeks[item][rule] += w * kb.effort.declared_share
     if neuron_path:
         weeks[rule_item.get(NEURON_PATH_RULE, "switch-to-neuron-path")][NEURON_PATH_RULE] += 0.0
     share = kb.effort.neuron_path_share if neuron_path else 1.0
@@ -205,6 +224,9 @@ def work_items(
             continue
         found = sum(_knee(w, caps.get(rule, w), spec.tail_share) for rule, w in weeks.get(name, {}).items())
         base = spec.base_weeks if weeks.get(name) else 0.0
+        # round 6: the loss-parity run is the numerics comparison; the item's base is not paid twice
+        if extra:
+            base = 0.0
         total = _knee(base + found, spec.cap_weeks, spec.tail_share)
         reasoning = spec.reasoning
         if weeks.get(name) and target in spec.target_extra_weeks:
@@ -222,6 +244,12 @@ def work_items(
 
 
 NEURON_PATH_RULE = "neuron-path"  # silica.scan.code_scan uses the same id
+# How a code scan's message starts when the finding only declares or installs a library (silica.scan.code_scan
+# writes these): "depends on flash-attn", "installs deepspeed==0.7.7 in Dockerfile", "setup.py requires triton",
+# "clones vllm to build it". Round 6: such findings are sized apart (work_items).
+# An import guarded by `except ImportError` or an availability check ("optionally imports bitsandbytes"), and
+# the check itself ("checks is_gptqmodel_available()"), are an optional integration, sized like a declaration.
+DECLARED = ("depends on ", "installs ", "setup.py requires ", "clones ", "optionally imports ", "checks is_")
 
 
 def _knee(weeks: float, cap: float, tail_share: float) -> float:
