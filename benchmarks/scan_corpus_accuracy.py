@@ -307,11 +307,11 @@ before the round's rules were written; it was scanned last. Its first-scan row i
 figure.
 
 Sixth round: held-out-6, scanned and looked at, joined the sets the rules are written from (rules and the effort
-model's classes were written from its misses and false positives); a seventh set (held-out-7) was picked, trimmed
-and labelled by another engineer in parallel, unseen by the author of this round's rules, and is scanned once when
-the two branches are merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-7 --first-scan`). Its
-first-scan row is then the current out-of-sample figure, and "not written from" below is held-out-7 (absent until
-its entries are merged).
+model's classes were written from its misses and false positives); a seventh set (held-out-7: autotrain-advanced,
+Qwen, picotron, LoRAX, production-stack, slime, SageAttention, nanochat, NxD Training) was picked, trimmed and
+labelled by another engineer in parallel, unseen by the author of this round's rules, and scanned once after the
+two branches were merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-7 --first-scan`). Its
+first-scan row is the current out-of-sample figure, and "not written from" below is held-out-7.
 
 """
 
