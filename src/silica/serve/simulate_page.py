@@ -29,6 +29,10 @@ _NUMBERS: dict[str, tuple[str, str, type, str]] = {
 }
 
 
+# Fields that are plan options (silica.options) are read as that option; `requests` is the page's own.
+_DECLARED = {"rate": "rate_req_per_s", "input_len": "input_len", "output_len": "output_len"}
+
+
 def _select(name: str, label: str, values: list[str], chosen: str) -> str:
     opts = "".join(
         f'<option value="{esc(v)}"{" selected" if v == chosen else ""}>{esc(v)}</option>' for v in values
@@ -56,14 +60,23 @@ def _form(params: dict[str, str]) -> str:
 
 
 def _values(params: dict[str, str]) -> dict[str, Any]:
+    """The form's numbers read as every form reads them (`options.form_value`: `,` and `_` allowed,
+    one line naming the field when not a number); ranges are the library's (`simulate_load`)."""
+    from silica.options import form_value
+
     out: dict[str, Any] = {}
     for name, (label, default, kind, _) in _NUMBERS.items():
-        raw = (params.get(name) or default).replace(",", "").replace("_", "").strip()
+        declared = _DECLARED.get(name)
+        raw = params.get(name) or default
+        if declared is not None:
+            out[name] = form_value(declared, raw)
+            continue
+        text = raw.replace(",", "").replace("_", "").strip()
         try:
-            out[name] = kind(raw)
+            out[name] = kind(text)
         except ValueError:
             what = "a whole number" if kind is int else "a number"
-            raise InputError(f"{label}: {raw[:40]!r} is not {what}.", f"give {label} as {what}.") from None
+            raise InputError(f"{label}: {text[:40]!r} is not {what}.", f"give {label} as {what}.") from None
     return out
 
 

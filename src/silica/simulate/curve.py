@@ -152,6 +152,7 @@ def simulate_load(
     planner): the simulation at that rate and its latency-vs-rate curve with the band, as the web
     app's simulate page shows them. Bad values are one `InputError` naming the field."""
     from silica.errors import InputError
+    from silica.limits import MAX_RATE, MAX_TOKENS
     from silica.simulate.deploy import plan_replica
     from silica.simulate.engine import EngineSettings
     from silica.simulate.run import simulate
@@ -160,10 +161,10 @@ def simulate_load(
 
     cap = max_requests or 1_000_000
     checks = (
-        ("rate", rate, 0.0, 1e6, "requests per second above 0, e.g. 4"),
+        ("rate", rate, 0.0, MAX_RATE, "requests per second above 0, e.g. 4"),
         ("requests", requests, 10, cap, f"between 10 and {cap:,}"),
-        ("input_len", input_len, 1, 1_048_576, "prompt tokens, e.g. 1024"),
-        ("output_len", output_len, 1, 1_048_576, "generated tokens, e.g. 256"),
+        ("input_len", input_len, 1, MAX_TOKENS, "prompt tokens, e.g. 1024"),
+        ("output_len", output_len, 1, MAX_TOKENS, "generated tokens, e.g. 256"),
     )
     for name, value, low, high, fix in checks:
         if not (value > low if name == "rate" else value >= low) or value > high or value != value:
