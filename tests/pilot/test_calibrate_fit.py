@@ -4,6 +4,7 @@ estimate of the engine that was measured."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,40 @@ def test_steps_that_queued_in_the_engine_are_left_out_and_named() -> None:
     queued = [s for s in result["steps"] if s.get("rate") == 40.0]
     without = dict(result, steps=[s for s in result["steps"] if s not in queued])
     assert fit_from_pilot(without, "recorded")["params"] == entry["params"]
+
+
+def test_the_overlays_band_comes_from_the_fits_residuals() -> None:
+    from silica.pilot.calibrate import MIN_BAND_HALF, residual_band
+
+    # As many parameters as steps: no spread measured, the deliberately wide band.
+    assert residual_band([1.3], 1)[0] == (0.5, 2.0)
+    # Steps that all agree claim no more than the floor.
+    (lo, hi), _ = residual_band([1.0, 1.0, 1.0, 1.0], 1)
+    assert (lo, hi) == pytest.approx((math.exp(-MIN_BAND_HALF), math.exp(MIN_BAND_HALF)))
+    # The same spread over fewer steps is wider (Student's t, and the new step's own variance).
+    few, _ = residual_band([1.1, 0.9, 1.1], 1)
+    many, _ = residual_band([1.1, 0.9, 1.1, 0.9, 1.1, 0.9, 1.1, 0.9], 1)
+    assert few[1] > many[1] > 1.1 and few[0] < many[0] < 0.91
+
+
+def test_the_overlay_band_replaces_the_family_band_only_where_the_overlay_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = fit_from_pilot(_result(16, ttft_x=1.0, tpot_x=1.3), "test")
+    lo, hi = entry["bands"]["tpot_ms"]
+    overlay = tmp_path / "o.json"
+    write_overlay(entry, overlay)
+    monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
+    args = ("estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--batch", "8", "--json")
+    code, out, err = run(*args, "--engine", "vllm")
+    assert code == 0, err
+    vllm = json.loads(out)
+    # the low edge is cut where physics is (the weight stream at peak bandwidth), as every band is
+    assert lo <= vllm["tpot_ms_low"] / vllm["tpot_ms"] < 1.0
+    assert vllm["tpot_ms_high"] / vllm["tpot_ms"] == pytest.approx(hi, rel=1e-3)
+    code, out, err = run(*args)  # the NVIDIA default engine: the published family band, as before
+    assert code == 0, err
+    default = json.loads(out)
+    family_lo, family_hi = load_calibration().band("ada", "tpot_ms")
+    assert default["tpot_ms_high"] / default["tpot_ms"] == pytest.approx(family_hi, rel=1e-3)
+    assert (lo, hi) != pytest.approx((family_lo, family_hi))
