@@ -410,8 +410,19 @@ def compare_cmd(
             f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
             + (f" ({k.why})" if k.why else "")
         )
+    for t in cmp.ttft_split:
+        share = f" ({t.outside_share:.0%} of the client's)" if t.outside_share is not None else ""
+        outside = f", outside the engine {t.outside_engine_ms:.3g} ms{share}" if t.outside_engine_ms is not None else ""
+        typer.echo(
+            f"  {t.step}: TTFT mean client {_ms(t.client_mean_ms)}, engine {_ms(t.engine_mean_ms)}; p50 client "
+            f"{_ms(t.client_p50_ms)}, engine {_ms(t.engine_p50_ms)}{outside}"
+        )
     if html is not None:
         typer.echo(f"wrote {html}")
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.3g} ms" if value is not None else "-"
 
 
 def calibrate_from_pilot(results: Path, out: Path | None) -> None:

@@ -15,7 +15,7 @@ from silica.errors import DataFileError, InputError
 from silica.pilot.kit import predict_steps
 from silica.pilot.loadplan import LoadPlan
 
-__all__ = ["PilotComparison", "StepCheck", "compare_pilot"]
+__all__ = ["PilotComparison", "StepCheck", "TtftSplit", "compare_pilot", "ttft_split"]
 
 # metric in the result -> (prediction key, "lower" if a smaller value is faster)
 METRICS = {
@@ -39,6 +39,58 @@ class StepCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class TtftSplit:
+    """One step's TTFT as the client measured it and as the engine's own histogram saw it.
+
+    The engine's clock starts when its front end has the request and stops at the first token it
+    produced; the client's also holds the network, the HTTP handling before and the streaming after.
+    Means are comparable (the mean difference is the mean time outside the engine); p50s are shown
+    for reading, not subtracted. The engine's figure covers the requests whose first token fell
+    between the step's first and last scrape, the client's those started in the steady window.
+    """
+
+    step: str  # "concurrency 4" or "rate 2/s"
+    concurrency: int
+    client_p50_ms: float | None
+    client_mean_ms: float | None
+    engine_p50_ms: float | None
+    engine_mean_ms: float
+    engine_requests: float
+    outside_engine_ms: float | None  # client mean - engine mean: network, front end, streaming
+    outside_share: float | None  # of the client's mean TTFT
+
+
+def ttft_split(steps: list[dict[str, Any]]) -> tuple[TtftSplit, ...]:
+    """Client against engine TTFT per step, where the pilot scraped the engine's TTFT histogram."""
+    out = []
+    for s in steps:
+        engine = s.get("engine") or {}
+        mean = engine.get("ttft_mean_ms")
+        if not isinstance(mean, int | float):
+            continue
+        client = s.get("ttft_ms") or {}
+        c_mean, c_p50 = client.get("mean"), client.get("p50")
+        outside = c_mean - mean if isinstance(c_mean, int | float) else None
+        label = (
+            f"rate {s['rate']:g}/s" if s.get("mode") == "open" and s.get("rate") else f"concurrency {s['concurrency']}"
+        )
+        out.append(
+            TtftSplit(
+                step=label,
+                concurrency=int(s["concurrency"]),
+                client_p50_ms=c_p50 if isinstance(c_p50, int | float) else None,
+                client_mean_ms=c_mean if isinstance(c_mean, int | float) else None,
+                engine_p50_ms=engine.get("ttft_p50_ms"),
+                engine_mean_ms=float(mean),
+                engine_requests=float(engine.get("ttft_requests") or 0),
+                outside_engine_ms=outside,
+                outside_share=outside / c_mean if outside is not None and c_mean else None,
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class PilotComparison:
     model: str
     instance: str
@@ -49,6 +101,7 @@ class PilotComparison:
     speed_ratio: float | None  # median measured/predicted throughput
     advise_effect: str
     prediction_source: str
+    ttft_split: tuple[TtftSplit, ...] = ()  # client vs engine TTFT per step (engine histogram scraped)
 
     @property
     def summary(self) -> str:
@@ -194,4 +247,5 @@ def compare_pilot(
         speed_ratio=ratio,
         advise_effect=effect,
         prediction_source=source,
+        ttft_split=ttft_split(steps),
     )
