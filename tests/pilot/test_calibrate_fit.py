@@ -185,6 +185,9 @@ def test_the_overlays_band_comes_from_the_fits_residuals() -> None:
     few, _ = residual_band([1.1, 0.9, 1.1], 1)
     many, _ = residual_band([1.1, 0.9, 1.1, 0.9, 1.1, 0.9, 1.1, 0.9], 1)
     assert few[1] > many[1] > 1.1 and few[0] < many[0] < 0.91
+    # A model that misses by orders of magnitude gets a band cut at 10x, and the note says why.
+    (lo, hi), note = residual_band([1e-4, 1e3, 1.0], 1)
+    assert (lo, hi) == pytest.approx((0.1, 10.0)) and "does not describe this server" in note
 
 
 def test_the_overlay_band_replaces_the_family_band_only_where_the_overlay_applies(

@@ -75,6 +75,7 @@ def _loss(pairs: list[tuple[float, float | None]]) -> float:
 # The overlay's own band (p10-p90 of measured / predicted), from the fit's residuals: the published
 # family's band describes published rows on other servers, not the user's own server under this fit.
 MIN_BAND_HALF = math.log(1.10)  # never narrower than +-10%: a few steps that agree claim no more
+MAX_BAND_HALF = math.log(10.0)  # beyond 10x either way the fit does not describe the server; said so
 # One-sided 90% quantile of Student's t by degrees of freedom (any statistics table); beyond 30, z.
 _T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372, 1.363, 1.356, 1.350, 1.345,
         1.341, 1.337, 1.333, 1.330, 1.328, 1.325, 1.323, 1.321, 1.319, 1.318, 1.316, 1.315, 1.314, 1.313,
@@ -86,7 +87,7 @@ def residual_band(ratios: list[float], fitted: int) -> tuple[tuple[float, float]
 
     The log ratios' spread about the fitted model (`fitted` parameters used up degrees of freedom)
     gives a prediction interval for one new step: +- t(0.9, n - k) x s x sqrt(1 + 1/n), so few steps
-    widen it, and it is never narrower than `MIN_BAND_HALF`. With no degree of freedom left (as many
+    widen it, and it is never narrower than `MIN_BAND_HALF` nor wider than `MAX_BAND_HALF`. With no degree of freedom left (as many
     parameters as steps) the steps say nothing of the spread, and the band is the deliberately wide
     `UNMEASURED_BAND`. The caller clips the band at physics (`perf.calibration.clip_band`) as every
     band is.
@@ -102,10 +103,15 @@ def residual_band(ratios: list[float], fitted: int) -> tuple[tuple[float, float]
     s = math.sqrt(sum(x * x for x in logs) / df)
     t = _T90[df - 1] if df <= len(_T90) else 1.2816
     half = max(MIN_BAND_HALF, t * s * math.sqrt(1 + 1 / n))
+    capped = (
+        "; cut at 10x either way: the fitted model does not describe this server" if half > MAX_BAND_HALF else ""
+    )
+    half = min(half, MAX_BAND_HALF)
     return (math.exp(-half), math.exp(half)), (
         f"{n} steps, {fitted} fitted: measured/predicted "
-        + ", ".join(f"{r:.2f}" for r in ratios)
+        + ", ".join(f"{r:.3g}" for r in ratios)
         + f"; +-t(0.9, {df}) x {s:.3f} x sqrt(1 + 1/{n}), at least +-{math.exp(MIN_BAND_HALF) - 1:.0%}"
+        + capped
     )
 
 
@@ -308,7 +314,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         if not ratios:
             continue
         (lo, hi), band_notes[metric] = residual_band(ratios, len(free & names))
-        bands[metric] = [round(lo, 4), round(hi, 4)]
+        bands[metric] = [float(f"{lo:.4g}"), float(f"{hi:.4g}")]
         others = [(c, m / p) for c, m in ttft if which == 0 and (c, m) not in rows and (p := _predict(dep, plan, final, c)[0])]
         if others:
             band_notes[metric] += "; not in it: " + ", ".join(f"concurrency {c} ran {r:.2f}x" for c, r in others)
