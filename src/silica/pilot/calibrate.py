@@ -63,9 +63,19 @@ def _clip(name: str, value: float) -> float:
     return min(max(value, lo), hi)
 
 
-def _predict(dep: Deployed, plan: LoadPlan, cal: Calibration, c: int) -> tuple[float | None, float | None]:
-    e = estimate_step(dep.model, dep, plan, c, cal)
+Load = tuple[int, int]  # (concurrency, prompt tokens) of a measured step
+
+
+def _predict(
+    dep: Deployed, plan: LoadPlan, cal: Calibration, load: Load
+) -> tuple[float | None, float | None]:
+    e = estimate_step(dep.model, dep, plan, load[0], cal, load[1])
     return e.ttft_ms, e.tpot_ms
+
+
+def _name(load: Load, plan: LoadPlan) -> str:
+    c, n = load
+    return f"concurrency {c}" + (f" (prompt {n} tokens)" if n != plan.input_len else "")
 
 
 def _loss(pairs: list[tuple[float, float | None]]) -> float:
@@ -104,7 +114,9 @@ def residual_band(ratios: list[float], fitted: int) -> tuple[tuple[float, float]
     t = _T90[df - 1] if df <= len(_T90) else 1.2816
     half = max(MIN_BAND_HALF, t * s * math.sqrt(1 + 1 / n))
     capped = (
-        "; cut at 10x either way: the fitted model does not describe this server" if half > MAX_BAND_HALF else ""
+        "; cut at 10x either way: the fitted model does not describe this server"
+        if half > MAX_BAND_HALF
+        else ""
     )
     half = min(half, MAX_BAND_HALF)
     return (math.exp(-half), math.exp(half)), (
@@ -137,7 +149,9 @@ def _left_out(step: dict[str, Any], max_batch: int) -> str | None:
     return None
 
 
-def _measured(result: dict[str, Any], metric: str, max_batch: int) -> list[tuple[int, float]]:
+def _measured(
+    result: dict[str, Any], metric: str, max_batch: int, input_len: int
+) -> list[tuple[Load, float]]:
     out = []
     for s in result.get("steps", []):
         value = (s.get(metric) or {}).get("p50")
@@ -147,7 +161,7 @@ def _measured(result: dict[str, Any], metric: str, max_batch: int) -> list[tuple
             and s.get("completed")
             and not _left_out(s, max_batch)
         ):
-            out.append((int(s["concurrency"]), float(value)))
+            out.append(((int(s["concurrency"]), int(s.get("input_len") or input_len)), float(value)))
     return out
 
 
@@ -165,7 +179,8 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             f"{source} was run without a kit, so Silica does not know the chip and layout it measured.",
             "run `silica pilot run --plan KIT_DIR` with the kit from `silica pilot plan`.",
         )
-    tpot, ttft = _measured(result, "tpot_ms", dep.max_batch), _measured(result, "ttft_ms", dep.max_batch)
+    tpot = _measured(result, "tpot_ms", dep.max_batch, plan.input_len)
+    ttft = _measured(result, "ttft_ms", dep.max_batch, plan.input_len)
     left_out = [r for s in result.get("steps", []) if (r := _left_out(s, dep.max_batch))]
     if not tpot and not ttft:
         raise InputError(f"{source} has no completed step to calibrate on.", "run the pilot again.")
@@ -175,11 +190,11 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     def moved(p: FamilyParams, **scale: float) -> FamilyParams:
         return replace(p, **{k: _clip(k, getattr(p, k) * f) for k, f in scale.items()})
 
-    def loss(p: FamilyParams, which: int, rows: list[tuple[int, float]]) -> float:
+    def loss(p: FamilyParams, which: int, rows: list[tuple[Load, float]]) -> float:
         trial = cal.with_params(dep.family, p)
         return _loss([(m, _predict(dep, plan, trial, c)[which]) for c, m in rows])
 
-    def sensitivity(name: str, which: int, rows: list[tuple[int, float]], at: float | None = None) -> float:
+    def sensitivity(name: str, which: int, rows: list[tuple[Load, float]], at: float | None = None) -> float:
         """Largest relative change of the predicted metric at the measured steps when `name` doubles
         or halves (within its bounds), from its shipped value or from `at`."""
         origin = start if at is None else replace(start, **{name: at})
@@ -193,13 +208,14 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
                     worst = max(worst, abs(b1 / b0 - 1))
         return worst
 
-    def unexplained_us(p: FamilyParams, rows: list[tuple[int, float]]) -> float:
+    def unexplained_us(p: FamilyParams, rows: list[tuple[Load, float]]) -> float:
         """Median TTFT (µs, at least 0) the model without a per-request time leaves unexplained."""
         trial = cal.with_params(dep.family, replace(p, request_overhead_us=0.0))
         gaps = [m - (_predict(dep, plan, trial, c)[0] or math.inf) for c, m in rows]
         return max(statistics.median(gaps), 0.0) * 1e3
 
-    lightest = [(c, m) for c, m in ttft if c == min(c for c, _ in ttft)]
+    lightest = [(c, m) for c, m in ttft if c[0] == min(c[0] for c, _ in ttft)]
+    lengths = len({c[1] for c, _ in lightest})  # prompt lengths at the lightest load (a sweep: several)
     metric_of = {
         "memory_eff": (1, tpot),
         "layer_overhead_us": (1, tpot),
@@ -208,7 +224,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         "request_overhead_us": (0, lightest),
     }
 
-    def fit_slope(p: FamilyParams, rows: list[tuple[int, float]], names: set[str]) -> FamilyParams:
+    def fit_slope(p: FamilyParams, rows: list[tuple[Load, float]], names: set[str]) -> FamilyParams:
         """The per-layer time (when free) and the per-sequence time jointly, on TPOT: both add to the
         step time linearly, so three predictions per step give the whole surface and a log grid over
         both needs no further estimate."""
@@ -221,7 +237,11 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
                 for (c, _), b0 in zip(rows, base, strict=True)
             ]
         layer0, seq0 = p.layer_overhead_us, p.sequence_overhead_us
-        layers = [_clip("layer_overhead_us", layer0 * f) for f in _FINE] if "layer_overhead_us" in names else [layer0]
+        layers = (
+            [_clip("layer_overhead_us", layer0 * f) for f in _FINE]
+            if "layer_overhead_us" in names
+            else [layer0]
+        )
         best_pair, best_loss = (layer0, seq0), math.inf
         for seq in (_clip("sequence_overhead_us", seq0 * f) for f in _FINE):
             for layer in layers:
@@ -244,10 +264,12 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             continue
         at = None
         where = ""
-        if name == "sequence_overhead_us":  # a slope: it needs loads apart, and is checked where the data put it
-            if len({c for c, _ in rows}) < 2:
+        if (
+            name == "sequence_overhead_us"
+        ):  # a slope: it needs loads apart, and is checked where the data put it
+            if len({c[0] for c, _ in rows}) < 2:
                 why[name] = (
-                    f"not identified: TPOT measured at one concurrency ({rows[0][0]}), and the time per "
+                    f"not identified: TPOT measured at one concurrency ({rows[0][0][0]}), and the time per "
                     "sequence is its slope over the batch; left at the shipped value"
                 )
                 continue
@@ -256,7 +278,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         if name == "request_overhead_us":  # an intercept: checked at the value the lightest step suggests
             at = max(start.request_overhead_us, unexplained_us(start, rows))
             where = (
-                f" from {at / 1e3:.3g} ms (the TTFT at concurrency {rows[0][0]} that the shipped parameters"
+                f" from {at / 1e3:.3g} ms (the TTFT at concurrency {rows[0][0][0]} that the shipped parameters"
                 " leave unexplained)"
             )
         sens = sensitivity(name, which, rows, at)
@@ -268,7 +290,14 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         else:
             free.add(name)
             why[name] = f"{label} changes up to {sens:.0%} when it doubles or halves{where}"
-    if {"compute_eff_max", "request_overhead_us"} <= free:
+    # A prompt-length sweep at the lightest load tells a prefill rate (TTFT's slope over the prompt)
+    # from a fixed time per request (its intercept): both are then fitted together, there.
+    joint = {"compute_eff_max", "request_overhead_us"} <= free and lengths >= 2
+    if joint:
+        why["request_overhead_us"] += (
+            f"; fitted with compute_eff_max on the {lengths} prompt lengths at concurrency {lightest[0][0][0]}"
+        )
+    elif {"compute_eff_max", "request_overhead_us"} <= free:
         free.discard("request_overhead_us")
         why["request_overhead_us"] += (
             "; but confounded with compute_eff_max: at the pilot's one prompt length a fixed time per "
@@ -289,9 +318,24 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
             best = min((moved(best, layer_overhead_us=f) for f in _WIDE), key=lambda p: loss(p, 1, tpot))
     if tpot and "sequence_overhead_us" in free:  # what grows with the batch, with the fixed time per step
         best = fit_slope(best, tpot, free & {"layer_overhead_us", "sequence_overhead_us"})
-    if ttft and "compute_eff_max" in free:  # slower prefill: less of the peak compute reached
+    if joint:  # the prefill rate and the fixed time together, on the sweep at the lightest load
+
+        def with_intercept(p: FamilyParams) -> FamilyParams:
+            return replace(p, request_overhead_us=_clip("request_overhead_us", unexplained_us(p, lightest)))
+
+        best = min(
+            (with_intercept(moved(best, compute_eff_max=1 / f)) for f in _FINE if 0.1 <= f <= 10),
+            key=lambda p: loss(p, 0, lightest),
+        )
+        best = min(  # and a tenth of that grid's step around its best: the intercept is sensitive to it
+            (with_intercept(moved(best, compute_eff_max=10 ** (i / 400))) for i in range(-10, 11)),
+            key=lambda p: loss(p, 0, lightest),
+        )
+    elif ttft and "compute_eff_max" in free:  # slower prefill: less of the peak compute reached
         best = min((moved(best, compute_eff_max=1 / f) for f in _WIDE), key=lambda p: loss(p, 0, ttft))
-    if "request_overhead_us" in free:  # what the fitted prefill and decode step leave at the lightest step
+    if (
+        "request_overhead_us" in free and not joint
+    ):  # what the fitted prefill and decode step leave at the lightest step
         best = replace(best, request_overhead_us=_clip("request_overhead_us", unexplained_us(best, lightest)))
     changed = {k: round(getattr(best, k), 6) for k in metric_of if getattr(best, k) != getattr(start, k)}
     at_bound = sorted(k for k, v in changed.items() if v in PARAM_BOUNDS[k])
@@ -308,16 +352,23 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
     band_notes: dict[str, str] = {}
     for metric, which, rows, names in (
         ("tpot_ms", 1, tpot, {"memory_eff", "layer_overhead_us", "sequence_overhead_us"}),
-        ("ttft_ms", 0, ttft if "compute_eff_max" in free else lightest, {"compute_eff_max", "request_overhead_us"}),
+        ("ttft_ms", 0, ttft if "compute_eff_max" in free and not joint else lightest,
+         {"compute_eff_max", "request_overhead_us"}),
     ):  # fmt: skip
         ratios = [m / p for c, m in rows if (p := _predict(dep, plan, final, c)[which])]
         if not ratios:
             continue
         (lo, hi), band_notes[metric] = residual_band(ratios, len(free & names))
         bands[metric] = [float(f"{lo:.4g}"), float(f"{hi:.4g}")]
-        others = [(c, m / p) for c, m in ttft if which == 0 and (c, m) not in rows and (p := _predict(dep, plan, final, c)[0])]
+        others = [
+            (c, m / p)
+            for c, m in ttft
+            if which == 0 and (c, m) not in rows and (p := _predict(dep, plan, final, c)[0])
+        ]
         if others:
-            band_notes[metric] += "; not in it: " + ", ".join(f"concurrency {c} ran {r:.2f}x" for c, r in others)
+            band_notes[metric] += "; not in it: " + ", ".join(
+                f"{_name(c, plan)} ran {r:.2f}x" for c, r in others
+            )
     when = datetime.now(UTC).date().isoformat()
     label = f"user calibration overlay ({dep.engine}, from a pilot of {dep.model} on {dep.instance}, {when})"
     return {
@@ -333,6 +384,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         "source": source,
         "fitted_on": {
             "steps": len({c for c, _ in tpot + ttft}),
+            "prompt_lengths": sorted({c[1] for c, _ in tpot + ttft}),
             "metrics": ["tpot_ms p50", "ttft_ms p50"],
             "left_out": left_out,
         },

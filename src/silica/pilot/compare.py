@@ -36,6 +36,8 @@ class StepCheck:
     ratio: float | None  # measured / predicted
     verdict: str  # confirmed | faster than expected | slower than expected | not predicted
     why: str = ""  # for a slower step: what the engine's metrics say (queueing, preemption, compute)
+    input_len: int | None = None  # prompt tokens of the step (a sweep step's own)
+    sweep: bool = False  # a prompt-length sweep step (not at the plan's prompt length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,9 @@ def ttft_split(steps: list[dict[str, Any]]) -> tuple[TtftSplit, ...]:
         c_mean, c_p50 = client.get("mean"), client.get("p50")
         outside = c_mean - mean if isinstance(c_mean, int | float) else None
         label = (
-            f"rate {s['rate']:g}/s" if s.get("mode") == "open" and s.get("rate") else f"concurrency {s['concurrency']}"
+            f"rate {s['rate']:g}/s"
+            if s.get("mode") == "open" and s.get("rate")
+            else f"concurrency {s['concurrency']}"
         )
         out.append(
             TtftSplit(
@@ -194,11 +198,16 @@ def compare_pilot(
             )
         prediction = predict_steps(dep.model, plan, calibration)
         source = "estimate now (current calibration)"
-    predicted = {int(p["concurrency"]): p for p in prediction.get("steps", [])}
+    # A step is predicted at its concurrency and prompt length (a kit before the sweep: the plan's).
+    predicted = {
+        (int(p["concurrency"]), int(p.get("input_len") or plan.input_len)): p
+        for p in prediction.get("steps", [])
+    }
     checks: list[StepCheck] = []
     for s in steps:
         c = int(s["concurrency"])
-        p = predicted.get(c, {})
+        n = int(s.get("input_len") or plan.input_len)
+        p = predicted.get((c, n), {})
         for metric, (key, direction) in METRICS.items():
             raw = s.get(metric)
             measured = raw.get("p50") if isinstance(raw, dict) else raw
@@ -216,13 +225,16 @@ def compare_pilot(
                     high=band[1],
                     ratio=float(measured) / pred if pred else None,
                     verdict=_verdict(float(measured), band[0], band[1], direction),
+                    input_len=n,
+                    sweep=n != plan.input_len,
                 )
             )
             if checks[-1].verdict == "slower than expected":
                 checks[-1] = replace(checks[-1], why=explain_miss(s.get("engine"), c))
-    speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio]
+    # Throughput decides for advise at the plan's request shape; the sweep's steps inform TTFT.
+    speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio and not k.sweep]
     ratio = statistics.median(speed) if speed else None
-    tput = [k for k in checks if k.metric == "output_tokens_per_s"]
+    tput = [k for k in checks if k.metric == "output_tokens_per_s" and not k.sweep]
     if ratio is None:
         verdict, effect = "no step could be compared", "nothing changes for advise"
     elif all(k.verdict == "confirmed" for k in tput):

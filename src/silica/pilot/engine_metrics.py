@@ -127,7 +127,14 @@ def _histogram_sample(found: dict[str, dict[str, float]], name: str, labels: str
         return
     key = suffix[1:]
     if suffix == "_bucket":
-        le = next((v.strip().strip('"') for k, _, v in (p.partition("=") for p in labels.split(",")) if k.strip() == "le"), None)
+        le = next(
+            (
+                v.strip().strip('"')
+                for k, _, v in (p.partition("=") for p in labels.split(","))
+                if k.strip() == "le"
+            ),
+            None,
+        )
         if le is None:
             return
         key = f"le={float(le)!r}"

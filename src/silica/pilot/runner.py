@@ -36,7 +36,15 @@ from silica.pilot.loadplan import LoadPlan
 from silica.pilot.power import DcgmMeter
 from silica.pilot.prompts import PromptMaker, Tokenizer
 
-__all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "steps_of", "summarise_step"]
+__all__ = [
+    "PilotResult",
+    "StepResult",
+    "check_endpoint",
+    "run_plan",
+    "step_label",
+    "steps_of",
+    "summarise_step",
+]
 
 SCHEMA = "silica.pilot.result/1"
 # The per-step columns of `PilotResult.to_csv`, in order (the latency percentiles follow them).
@@ -104,6 +112,7 @@ class StepResult:
     short_answers: int = 0  # completed with fewer output tokens than asked: not in TPOT/ITL
     excluded: int = 0  # warm-up and cool-down requests, not counted
     engine: dict[str, Any] | None = None  # the engine's /metrics over the step (engine_metrics.summarise)
+    input_len: int | None = None  # prompt tokens asked in this step (a sweep step's own; else the plan's)
     measured_power: dict[str, Any] | None = None  # GPU power from a DCGM exporter (`pilot.power`)
 
 
@@ -121,7 +130,7 @@ class PilotResult:
 
     @property
     def summary(self) -> str:
-        done = f"{len(self.steps)}/{len(self.plan.concurrency) + len(self.plan.rates)} steps"
+        done = f"{len(self.steps)}/{len(steps_of(self.plan))} steps"
         where = self.plan.deployed.instance if self.plan.deployed else self.endpoint
         best = max((s.output_tokens_per_s for s in self.steps), default=0.0)
         tail = f"; stopped: {self.stopped}" if self.stopped else ""
@@ -397,6 +406,9 @@ async def _run_step(
 
 
 async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepResult:
+    if mode == "length":  # a sweep step: closed loop at the sweep's concurrency, its own prompt length
+        result = await _load(step, plan, "closed", float(plan.sweep_concurrency))
+        return replace(result, input_len=int(level))
     if mode == "open":
         window = await step.open_timed(level)
     elif plan.duration_s is not None:
@@ -404,7 +416,7 @@ async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepRes
     else:
         t0, t1 = await step.closed_count(int(level))
         step.window = (t0, t1)
-        return summarise_step(plan, int(level), step.records, t1 - t0)
+        return replace(summarise_step(plan, int(level), step.records, t1 - t0), input_len=plan.input_len)
     step.window = window
     counted = [r for r in step.records if window[0] <= r.start < window[1]]
     result = summarise_step(
@@ -419,17 +431,27 @@ async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepRes
     )
     flight = _in_flight(step.records, *window)  # every request overlapping the window is in flight
     if mode == "open":
-        return replace(result, concurrency=max(1, round(flight or 0.0)), mean_in_flight=flight)
-    return replace(result, mean_in_flight=flight)
+        return replace(
+            result, concurrency=max(1, round(flight or 0.0)), mean_in_flight=flight, input_len=plan.input_len
+        )
+    return replace(result, mean_in_flight=flight, input_len=plan.input_len)
 
 
-def _label(mode: str, level: float) -> str:
+def step_label(mode: str, level: float) -> str:
+    """How a step is named in progress bars and messages."""
+    if mode == "length":
+        return f"prompt {int(level)} tokens"
     return f"rate {level:g}/s" if mode == "open" else f"concurrency {int(level)}"
 
 
 def steps_of(plan: LoadPlan) -> list[tuple[str, float]]:
-    """The plan's steps in order: closed-loop concurrencies, then open-loop rates."""
-    return [("closed", float(c)) for c in plan.concurrency] + [("open", r) for r in plan.rates]
+    """The plan's steps in order: closed-loop concurrencies, open-loop rates, then the prompt-length
+    sweep ("length", tokens), closed loop at the plan's `sweep_concurrency`."""
+    return (
+        [("closed", float(c)) for c in plan.concurrency]
+        + [("open", r) for r in plan.rates]
+        + [("length", float(n)) for n in plan.input_lens]
+    )
 
 
 def run_plan(
@@ -466,14 +488,15 @@ def run_plan(
         async def one(
             index: int = index, load: tuple[str, float] = load
         ) -> tuple[StepResult, bool, str | None]:
+            maker = PromptMaker(int(load[1]), plan.seed, tokenizer) if load[0] == "length" else prompts
             async with StreamClient(connect_timeout_s=10.0, read_timeout_s=read_timeout_s) as client:
-                return await _run_step(client, url, model, plan, prompts, index, load, progress, metrics)
+                return await _run_step(client, url, model, plan, maker, index, load, progress, metrics)
 
         try:
             with dcgm.step() if dcgm is not None else nullcontext() as reading:
                 result, refused, unread = asyncio.run(one())
         except KeyboardInterrupt:
-            stopped = f"interrupted (Ctrl-C) during the step at {_label(*load)}"
+            stopped = f"interrupted (Ctrl-C) during the step at {step_label(*load)}"
             break
         if reading is not None:
             # A timed step's power covers its warm-up and cool-down too: J per token is then the mean
@@ -490,7 +513,7 @@ def run_plan(
         if refused or result.completed == 0:
             http = [e for e in result.errors if e.startswith("HTTP ")]
             first = (http or list(result.errors) or ["no request completed"])[0]
-            stopped = f"step at {_label(*load)} failed: {first}"
+            stopped = f"step at {step_label(*load)} failed: {first}"
             if result.completed:
                 steps.append(result)
             break

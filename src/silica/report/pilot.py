@@ -35,7 +35,7 @@ def _n(value: float | None, spec: str = ",.4g") -> str:
 
 
 def _chart(checks: list[StepCheck], metric: str) -> str:
-    rows = sorted((k for k in checks if k.metric == metric), key=lambda k: k.concurrency)
+    rows = sorted((k for k in checks if k.metric == metric and not k.sweep), key=lambda k: k.concurrency)
     if not rows:
         return ""
     x = [float(k.concurrency) for k in rows]
@@ -70,7 +70,7 @@ def pilot_html(cmp: PilotComparison, meta: Meta | None = None) -> str:
         body.append(_chart(checks, metric))
     rows = [
         [
-            str(k.concurrency),
+            str(k.concurrency) + (f" (prompt {k.input_len})" if k.sweep else ""),
             _t(k.metric),
             _n(k.measured),
             _n(k.predicted),
