@@ -10,7 +10,6 @@ the scraper reads a live server, over the 1-in-flight step's steady window.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from tests.pilot.conftest import run
 
 from silica.pilot.compare import compare_pilot
-from silica.pilot.engine_metrics import parse_exposition, summarise
+from silica.pilot.engine_metrics import parse_exposition, read_recording, summarise
 from silica.report.pilot import pilot_html
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "monitor" / "vllm-cpu"
@@ -27,12 +26,9 @@ META: dict[str, Any] = json.loads((DATA / "recording.json").read_text())
 
 def _scrapes() -> list[tuple[float, dict[str, float]]]:
     """The recording as the scraper would have kept it: one parsed exposition per scrape time."""
-    by_time: dict[float, list[str]] = defaultdict(list)
-    for line in (DATA / "vllm-0.32.0-cpu.prom").read_text().splitlines():
-        if line and not line.startswith("#"):
-            sample, stamp = line.rsplit(" ", 1)
-            by_time[int(stamp) / 1e3].append(sample)
-    return [(t, parse_exposition("\n".join(lines))) for t, lines in sorted(by_time.items())]
+    scrapes = read_recording((DATA / "vllm-0.32.0-cpu.prom").read_text())
+    assert len(scrapes) == 38  # the header says so
+    return scrapes
 
 
 def _result_with_engine_ttft() -> dict[str, Any]:

@@ -104,6 +104,34 @@ def test_prompts_are_distinct_and_share_no_prefix() -> None:
     assert all(len(p.split()) == 24 for p in prompts)
 
 
+def test_a_prompt_length_sweep_sends_each_steps_own_length_at_the_sweep_concurrency() -> None:
+    """The sweep's steps come after the others, closed loop at `sweep_concurrency`, each with prompts
+    of its own length (words here, without a tokenizer), still distinct from every other step's."""
+    plan = LoadPlan(
+        input_len=24,
+        output_len=2,
+        concurrency=(2,),
+        requests_per_step=6,
+        warmup_requests=0,
+        input_lens=(8, 40),
+    )
+    with serving() as srv:
+        result = run_plan(f"http://127.0.0.1:{srv.port}", "fast", plan)
+        prompts = list(srv.prompts)
+    assert [(s.concurrency, s.input_len) for s in result.steps] == [(2, 24), (1, 8), (1, 40)]
+    assert [len(p.split()) for p in prompts] == [24] * 6 + [8] * 6 + [40] * 6
+    assert len({tuple(p.split()[:4]) for p in prompts}) == 18
+    assert all(s.mode == "closed" and s.completed == 6 for s in result.steps)
+    assert LoadPlan.from_dict(plan.to_dict(), "test") == plan
+    from silica.pilot.loadplan import Deployed
+
+    dep = Deployed("m", "g6e.xlarge", "l40s", "ada", "nvidia", "vllm", 1, 8, max_len=64, dtype="bf16")
+    with pytest.raises(InputError, match="do not fit the kit's max model length 64"):
+        LoadPlan(
+            input_len=24, output_len=2, concurrency=(1,), requests_per_step=1, deployed=dep, input_lens=(63,)
+        )
+
+
 def test_the_same_seed_gives_the_same_prompts_and_another_seed_others() -> None:
     a, b, c = PromptMaker(30, seed=1), PromptMaker(30, seed=1), PromptMaker(30, seed=2)
     assert [a(0, i) for i in range(5)] == [b(0, i) for i in range(5)]

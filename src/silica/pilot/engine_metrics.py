@@ -25,7 +25,7 @@ import math
 import time
 from typing import Any
 
-__all__ = ["WATCHED", "Scraper", "parse_exposition", "summarise"]
+__all__ = ["HISTOGRAMS", "WATCHED", "Scraper", "parse_exposition", "read_recording", "summarise"]
 
 # what -> metric names, first found wins (newer vLLM name first)
 WATCHED: dict[str, tuple[str, ...]] = {
@@ -140,6 +140,20 @@ def _histogram_sample(found: dict[str, dict[str, float]], name: str, labels: str
         key = f"le={float(le)!r}"
     held = found.setdefault(f"{what}:{family}", {})
     held[key] = held.get(key, 0.0) + value
+
+
+def read_recording(text: str) -> list[tuple[float, dict[str, float]]]:
+    """A recorded exposition (`scripts/record_engine_metrics.py`: every sample stamped with its
+    scrape's time in ms) as the scraper would have kept it: (epoch seconds, values) per scrape."""
+    by_time: dict[float, list[str]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            sample, _, stamp = line.rpartition(" ")
+            try:
+                by_time.setdefault(int(stamp) / 1e3, []).append(sample)
+            except ValueError:
+                continue  # a sample without a timestamp belongs to no scrape
+    return [(t, parse_exposition("\n".join(lines))) for t, lines in sorted(by_time.items())]
 
 
 class Scraper:
