@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.pilot.conftest import run
 
+from silica.pilot.calibrate import fit_from_pilot
 from silica.pilot.compare import compare_pilot
 from silica.pilot.engine_metrics import parse_exposition, read_recording, summarise
 from silica.report.pilot import pilot_html
@@ -97,3 +98,50 @@ def test_histograms_sum_over_label_sets_and_a_reset_reads_as_nothing() -> None:
     assert engine["ttft_requests"] == 40 and engine["ttft_mean_ms"] == pytest.approx(20.0)
     reset = summarise([(0.0, later), (1.0, first)])  # the engine restarted: counts fell
     assert reset is not None and "ttft_mean_ms" not in reset
+
+
+def _sweep() -> dict[str, Any]:
+    """The later recorded run: the engine's TTFT kept by the live scraper, and a prompt-length sweep."""
+    result: dict[str, Any] = json.loads((DATA / "pilot-sweep.json").read_text())
+    result["plan"]["deployed"]["model"] = str(DATA / "tiny-llama.json")
+    return result
+
+
+def test_the_live_scraper_kept_the_engines_ttft_and_the_client_always_saw_more() -> None:
+    """Every step of a real run: vLLM's histogram counted the step's first tokens, and its mean TTFT is
+    below the client's (the client's holds the engine's and the way to and from it)."""
+    cmp = compare_pilot(_sweep())
+    labels = [t.step for t in cmp.ttft_split]
+    assert labels == [
+        "concurrency 1",
+        "concurrency 2",
+        "concurrency 4",
+        "concurrency 8",
+        "concurrency 1, prompt 16 tokens",
+        "concurrency 1, prompt 48 tokens",
+    ]
+    for t in cmp.ttft_split:
+        assert t.engine_requests > 50
+        assert t.client_mean_ms is not None and t.client_mean_ms > t.engine_mean_ms
+        assert t.outside_share is not None and 0.05 < t.outside_share < 0.8
+
+
+def test_the_recorded_sweep_ran_at_its_own_lengths_and_the_fit_reads_it() -> None:
+    """The sweep's prompts were exact in tokens (the model's tokenizer), one in flight, and TTFT grew
+    with the prompt on the real server. The stand-in L40S prefills this 2-layer model in fixed time at
+    any of these lengths, so the sweep gives compute efficiency no leverage there: the fit says so and
+    reads the per-request time off the three lengths at 1 in flight."""
+    result = _sweep()
+    steps = result["steps"]
+    assert [(s["concurrency"], s["input_len"], s["prompt_tokens_mean"]) for s in steps[4:]] == [
+        (1, 16, 16.0),
+        (1, 48, 48.0),
+    ]
+    c1 = {s["input_len"]: s["ttft_ms"]["p50"] for s in steps if s["concurrency"] == 1}
+    assert c1[16] < c1[48] < c1[64]
+    assert all(s["engine"]["running_max"] == s["concurrency"] for s in steps)
+    entry = fit_from_pilot(result, "pilot-sweep.json")
+    assert entry["fitted_on"]["prompt_lengths"] == [16, 48, 64]
+    assert entry["why"]["compute_eff_max"].startswith("not identified")
+    assert "request_overhead_us" in entry["params"]
+    assert entry["band_notes"]["ttft_ms"].startswith("3 steps, 1 fitted")  # the three lengths at 1

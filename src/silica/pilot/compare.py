@@ -62,8 +62,9 @@ class TtftSplit:
     outside_share: float | None  # of the client's mean TTFT
 
 
-def ttft_split(steps: list[dict[str, Any]]) -> tuple[TtftSplit, ...]:
-    """Client against engine TTFT per step, where the pilot scraped the engine's TTFT histogram."""
+def ttft_split(steps: list[dict[str, Any]], input_len: int | None = None) -> tuple[TtftSplit, ...]:
+    """Client against engine TTFT per step, where the pilot scraped the engine's TTFT histogram.
+    A step whose prompt length is not `input_len` (the plan's) is named with its own."""
     out = []
     for s in steps:
         engine = s.get("engine") or {}
@@ -78,6 +79,9 @@ def ttft_split(steps: list[dict[str, Any]]) -> tuple[TtftSplit, ...]:
             if s.get("mode") == "open" and s.get("rate")
             else f"concurrency {s['concurrency']}"
         )
+        n = s.get("input_len")
+        if input_len is not None and n and n != input_len:
+            label += f", prompt {n} tokens"
         out.append(
             TtftSplit(
                 step=label,
@@ -259,5 +263,5 @@ def compare_pilot(
         speed_ratio=ratio,
         advise_effect=effect,
         prediction_source=source,
-        ttft_split=ttft_split(steps),
+        ttft_split=ttft_split(steps, plan.input_len),
     )

@@ -63,6 +63,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "requests_per_s",
     "goodput_requests_per_s",
     "slo_attainment",
+    "input_len",  # a prompt-length sweep's steps differ here, not in concurrency
 )
 Progress = Callable[[int, int, int], None]  # (step index, done, total): requests, or seconds if timed
 
