@@ -121,8 +121,9 @@ def _plan(tmp: Path, fit_on: list[int]) -> tuple[Path, Path, dict[str, Any]]:
     result["plan"]["deployed"]["model"] = str(DATA / "tiny-llama.json")  # where the config is now
     (tmp / "fit.json").write_text(json.dumps(result))
     overlay = tmp / "overlay.json"
-    code, _, err = run("calibrate", "--from-pilot", str(tmp / "fit.json"), "--out", str(overlay))
+    code, out, err = run("calibrate", "--from-pilot", str(tmp / "fit.json"), "--out", str(overlay))
     assert code == 0, err
+    assert "band tpot_ms: " in out and "band ttft_ms: 0.5-2x" in out
     return tmp / "fit.json", overlay, json.loads(overlay.read_text())["entries"][0]
 
 

@@ -466,6 +466,8 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
     for name, why in entry.get("why", {}).items():
         typer.echo(f"  {name}: {why}")
+    for metric, (lo, hi) in entry.get("bands", {}).items():
+        typer.echo(f"  band {metric}: {lo:.3g}-{hi:.3g}x of the estimate ({entry['band_notes'][metric]})")
     for why in entry["fitted_on"].get("left_out", []):
         typer.echo(f"  left out {why}")
     typer.echo(
