@@ -7,6 +7,7 @@ expected by the ratio of measured to predicted. Throughput decides what the pilo
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,32 +66,34 @@ class TtftSplit:
 def ttft_split(steps: list[dict[str, Any]], input_len: int | None = None) -> tuple[TtftSplit, ...]:
     """Client against engine TTFT per step, where the pilot scraped the engine's TTFT histogram.
     A step whose prompt length is not `input_len` (the plan's) is named with its own."""
+
+    def num(value: Any) -> float | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+
     out = []
     for s in steps:
-        engine = s.get("engine") or {}
-        mean = engine.get("ttft_mean_ms")
-        if not isinstance(mean, int | float):
+        engine = s.get("engine") if isinstance(s.get("engine"), dict) else {}
+        mean = num(engine.get("ttft_mean_ms"))
+        if mean is None or not isinstance(s.get("concurrency"), int):
             continue
-        client = s.get("ttft_ms") or {}
-        c_mean, c_p50 = client.get("mean"), client.get("p50")
-        outside = c_mean - mean if isinstance(c_mean, int | float) else None
-        label = (
-            f"rate {s['rate']:g}/s"
-            if s.get("mode") == "open" and s.get("rate")
-            else f"concurrency {s['concurrency']}"
-        )
+        client = s.get("ttft_ms") if isinstance(s.get("ttft_ms"), dict) else {}
+        c_mean, c_p50 = num(client.get("mean")), num(client.get("p50"))
+        outside = c_mean - mean if c_mean is not None else None
+        rate = num(s.get("rate"))
+        label = f"rate {rate:g}/s" if s.get("mode") == "open" and rate else f"concurrency {s['concurrency']}"
         n = s.get("input_len")
-        if input_len is not None and n and n != input_len:
+        if input_len is not None and isinstance(n, int) and n and n != input_len:
             label += f", prompt {n} tokens"
         out.append(
             TtftSplit(
                 step=label,
                 concurrency=int(s["concurrency"]),
-                client_p50_ms=c_p50 if isinstance(c_p50, int | float) else None,
-                client_mean_ms=c_mean if isinstance(c_mean, int | float) else None,
-                engine_p50_ms=engine.get("ttft_p50_ms"),
-                engine_mean_ms=float(mean),
-                engine_requests=float(engine.get("ttft_requests") or 0),
+                client_p50_ms=c_p50,
+                client_mean_ms=c_mean,
+                engine_p50_ms=num(engine.get("ttft_p50_ms")),
+                engine_mean_ms=mean,
+                engine_requests=num(engine.get("ttft_requests")) or 0.0,
                 outside_engine_ms=outside,
                 outside_share=outside / c_mean if outside is not None and c_mean else None,
             )
