@@ -211,6 +211,11 @@ def run_cmd(
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="The model's tokenizer (folder or HF id): prompts exact in tokens."
     ),
+    dataset: Path | None = typer.Option(
+        None,
+        "--dataset",
+        help="ShareGPT-style JSON: each request's prompt and answer lengths drawn from its conversations.",
+    ),
     metrics_url: str | None = typer.Option(
         None, "--metrics-url", help="The engine's Prometheus metrics (default: ENDPOINT/metrics)."
     ),
@@ -236,7 +241,10 @@ def run_cmd(
 
     csv_out = _csv_beside(out)
     # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
-    check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
+    check_outputs(
+        [("--out", out), ("--out (CSV beside it)", csv_out)],
+        inputs=_kit_files(plan) + ((dataset,) if dataset is not None else ()),
+    )
     load = read_plan(plan) if plan is not None else default_plan()  # a bad kit: before the network
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
     dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
@@ -262,6 +270,22 @@ def run_cmd(
     )
     load.__post_init__()
     tok = load_tokenizer(tokenizer) if tokenizer else None
+    pairs = None
+    if dataset is not None:
+        from silica.pilot.kit import LEN_MARGIN
+        from silica.pilot.prompts import read_length_pairs
+
+        room = load.deployed.max_len - LEN_MARGIN if load.deployed else None
+        pairs, skipped = read_length_pairs(dataset, tok, room)
+        load = replace(
+            load,
+            input_len=max(1, round(sum(n for n, _ in pairs) / len(pairs))),
+            output_len=max(1, round(sum(m for _, m in pairs) / len(pairs))),
+            dataset=f"{dataset} ({len(pairs)} conversations; {skipped} skipped"
+            + (f", longer than {room} tokens or without a reply)" if room else ", without a reply)")
+            + ("; lengths in tokens" if tok else "; lengths in words"),
+        )
+        load.__post_init__()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -291,6 +315,7 @@ def run_cmd(
             if no_metrics
             else (metrics_url or endpoint.rstrip("/").removesuffix("/v1") + "/metrics"),
             dcgm=dcgm,
+            lengths=pairs,
         )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")

@@ -43,6 +43,7 @@ class RequestRecord:
     prompt_tokens: int | None = None
     error: str | None = None
     status: int | None = None
+    asked_tokens: int | None = None  # max_tokens sent, when not the plan's (a dataset's own length)
 
     @property
     def ok(self) -> bool:

@@ -73,11 +73,12 @@ def ttft_split(steps: list[dict[str, Any]], input_len: int | None = None) -> tup
 
     out = []
     for s in steps:
-        engine = s.get("engine") if isinstance(s.get("engine"), dict) else {}
+        raw_engine, raw_client = s.get("engine"), s.get("ttft_ms")
+        engine: dict[str, Any] = raw_engine if isinstance(raw_engine, dict) else {}
         mean = num(engine.get("ttft_mean_ms"))
         if mean is None or not isinstance(s.get("concurrency"), int):
             continue
-        client = s.get("ttft_ms") if isinstance(s.get("ttft_ms"), dict) else {}
+        client: dict[str, Any] = raw_client if isinstance(raw_client, dict) else {}
         c_mean, c_p50 = num(client.get("mean")), num(client.get("p50"))
         outside = c_mean - mean if c_mean is not None else None
         rate = num(s.get("rate"))

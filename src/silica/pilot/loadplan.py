@@ -73,6 +73,9 @@ class LoadPlan:
     # length a prefill rate and a fixed time per request cannot be told apart.
     input_lens: tuple[int, ...] = ()
     sweep_concurrency: int = 1
+    # Where each request's lengths came from when not `input_len`/`output_len` (a dataset's pairs;
+    # those two are then its means, what the prediction and the fit use): provenance only.
+    dataset: str | None = None
 
     def __post_init__(self) -> None:
         if self.input_len < 1 or self.output_len < 1:
@@ -150,6 +153,7 @@ class LoadPlan:
                 seed=int(raw.get("seed", 0)),
                 input_lens=tuple(int(n) for n in raw.get("input_lens", ())),
                 sweep_concurrency=int(raw.get("sweep_concurrency", 1)),
+                dataset=None if raw.get("dataset") is None else str(raw["dataset"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise DataFileError(

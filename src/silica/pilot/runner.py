@@ -191,7 +191,7 @@ def summarise_step(
     are then the requests that started in it and rates are per second of it.
     """
     ok = [r for r in records if r.ok]
-    short = [r for r in ok if plan.ignore_eos and r.tokens < plan.output_len]
+    short = [r for r in ok if plan.ignore_eos and r.tokens < (r.asked_tokens or plan.output_len)]
     cut = {id(r) for r in short}
     full = [r for r in ok if id(r) not in cut]
     ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
@@ -218,7 +218,9 @@ def summarise_step(
         got = sorted(r.tokens for r in short)
         errors.insert(
             0,
-            f"{len(short)} answers shorter than the {plan.output_len} tokens asked (median "
+            f"{len(short)} answers shorter than the "
+            + (f"{plan.output_len} tokens asked" if plan.dataset is None else "tokens each asked")
+            + " (median "
             f"{got[len(got) // 2]}): left out of TPOT; check --max-model-len and ignore_eos",
         )
     achieved = len(records) / duration_s if window is not None and duration_s > 0 else None
@@ -306,8 +308,10 @@ class _Step:
         plan = self.plan
         self.sent += 1
         prompt = self.prompts(self.index, self.sent)
-        body = payload_for(plan.api, self.model, prompt, plan.output_len, plan.ignore_eos)
+        asked = self.prompts.pair(self.index, self.sent)[1]
+        body = payload_for(plan.api, self.model, prompt, asked or plan.output_len, plan.ignore_eos)
         rec = await self.client.stream(self.url, body)
+        rec.asked_tokens = asked
         if rec.prompt_tokens is None:
             rec.prompt_tokens = self.prompts.tokens(prompt)
         self.records.append(rec)
@@ -466,12 +470,15 @@ def run_plan(
     metrics_url: str | None = None,
     scrape_interval_s: float = 1.0,
     dcgm: DcgmMeter | None = None,
+    lengths: list[tuple[int, int]] | None = None,
 ) -> PilotResult:
     """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps.
 
     `metrics_url`: the engine's Prometheus endpoint, scraped every `scrape_interval_s` during each step
     (running, waiting, KV-cache use, preemptions, prefix-cache hits) and kept with the step. With
-    `dcgm`, each step also records the GPU power and measured J per output token it drew."""
+    `dcgm`, each step also records the GPU power and measured J per output token it drew. With
+    `lengths` ((prompt, answer) pairs, `prompts.read_length_pairs`), every request of the load steps
+    draws its lengths from them; the sweep's steps keep their own prompt length."""
     check_endpoint(endpoint)
     if dcgm is not None:
         dcgm.check()
@@ -480,7 +487,7 @@ def run_plan(
         import httpx  # noqa: F401 - imported now: an import inside a step would stall its event loop
     notes: list[str] = []
     url = _url(endpoint, plan.api)
-    prompts = PromptMaker(plan.input_len, plan.seed, tokenizer)
+    prompts = PromptMaker(plan.input_len, plan.seed, tokenizer, list(lengths) if lengths else None)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     steps: list[StepResult] = []
     stopped: str | None = None
