@@ -37,7 +37,8 @@ def kit_block() -> str:
         lines.append(
             f"{instance}: {dep.engine}, tp={dep.tp}, max-num-seqs={dep.max_batch}, max-model-len={dep.max_len}, "
             f"steps {','.join(map(str, kit.plan.concurrency))} ({kit.plan.warmup_s:g} s warm-up, "
-            f"{kit.plan.duration_s:g} s steady, {kit.plan.cooldown_s:g} s cool-down); "
+            f"{kit.plan.duration_s:g} s steady, {kit.plan.cooldown_s:g} s cool-down), prompt sweep "
+            f"{','.join(map(str, kit.plan.input_lens))} tokens at {kit.plan.sweep_concurrency} in flight; "
             f"at concurrency 1 TPOT {first['tpot_ms']:.1f} ms (band {lo:.1f}-{hi:.1f})"
         )
     return "\n".join(lines)
@@ -146,10 +147,87 @@ def shots(out_dir: Path) -> None:
             browser.close()
 
 
+def ttft_block() -> str:
+    """Client against engine TTFT at the recorded 1-in-flight step: the pilot's client figures, and
+    vLLM's own histogram over the step's window of the recording (what `pilot compare` now shows)."""
+    import json
+
+    from silica.pilot.compare import ttft_split
+    from silica.pilot.engine_metrics import read_recording, summarise
+
+    meta = json.loads((VLLM_RUN / "recording.json").read_text())
+    engine = summarise(
+        read_recording((VLLM_RUN / "vllm-0.32.0-cpu.prom").read_text()), tuple(meta["windows"]["closed_c1"])
+    )
+    step = json.loads((VLLM_RUN / "pilot-steps.json").read_text())["steps"][0]
+    assert engine is not None and step["concurrency"] == 1
+    splits = [("first run (recording)", t) for t in ttft_split([{**step, "engine": engine}])]
+    sweep = json.loads((VLLM_RUN / "pilot-sweep.json").read_text())
+    splits += [
+        ("later run (live scraper)", t) for t in ttft_split(sweep["steps"], sweep["plan"]["input_len"])
+    ]
+    rows = [
+        "| run | step | client TTFT mean | vLLM TTFT mean (first tokens) | client p50 | vLLM p50 | outside the engine (mean) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run, t in splits:
+        assert (
+            t.client_mean_ms is not None and t.outside_engine_ms is not None and t.outside_share is not None
+        )
+        rows.append(
+            f"| {run} | {t.step} | {t.client_mean_ms:.2f} ms | {t.engine_mean_ms:.2f} ms ({t.engine_requests:.0f}) | "
+            f"{t.client_p50_ms:.2f} ms | {t.engine_p50_ms:.2f} ms | {t.outside_engine_ms:.2f} ms ({t.outside_share:.0%}) |"
+        )
+    return "\n".join(rows)
+
+
+def fit_block() -> str:
+    """`calibrate --from-pilot` on the recorded closed-loop steps at 2, 4 and 8 in flight: what moved,
+    the overlay's own bands, and the fitted model at 1 in flight (a load it never saw)."""
+    import json
+    from dataclasses import replace
+
+    from silica.perf.calibration import load_calibration
+    from silica.perf.overlay import without_user_overlay
+    from silica.pilot.calibrate import fit_from_pilot
+    from silica.pilot.kit import estimate_step
+    from silica.pilot.loadplan import LoadPlan
+
+    result = json.loads((VLLM_RUN / "pilot-steps.json").read_text())
+    result["plan"]["deployed"]["model"] = str(VLLM_RUN / "tiny-llama.json")
+    c1 = result["steps"][0]
+    result["steps"] = [s for s in result["steps"] if s["mode"] == "closed" and s["concurrency"] in (2, 4, 8)]
+    entry = fit_from_pilot(result, "pilot-steps.json (2, 4, 8 in flight)")
+    plan = LoadPlan.from_dict(result["plan"], "pilot-steps.json")
+    dep = plan.deployed
+    assert dep is not None
+    cal = without_user_overlay(load_calibration())
+    fitted = cal.with_params(
+        dep.family, replace(cal.resolve(dep.family, dep.engine).params, **entry["params"])
+    )
+    e = estimate_step(dep.model, dep, plan, 1, fitted)
+    ttft1, tpot1 = e.ttft_ms, e.tpot_ms
+    assert ttft1 is not None and tpot1 is not None
+    moved = ", ".join(f"{k} {entry['shipped'][k]:.4g} -> {v:.4g}" for k, v in entry["params"].items())
+    bands = "; ".join(f"{m} {lo:.2f}-{hi:.2f}x" for m, (lo, hi) in entry["bands"].items())
+    return (
+        f"fitted on 2, 4, 8 in flight: {moved}\n"
+        f"overlay bands: {bands}\n"
+        f"at 1 in flight (not fitted): TPOT {tpot1:.2f} ms predicted, {c1['tpot_ms']['p50']:.2f} ms client p50 "
+        f"({c1['tpot_ms']['p50'] / tpot1:.2f}x); TTFT {ttft1:.2f} ms predicted, {c1['ttft_ms']['p50']:.2f} ms client p50 "
+        f"({c1['ttft_ms']['p50'] / ttft1:.2f}x)"
+    )
+
+
 def write_blocks(doc: Path) -> None:
     """Put the kit block and the recorded vLLM table between their markers in `doc`."""
     text = doc.read_text(encoding="utf-8")
-    for name, body in (("pilot-kits", f"```\n{kit_block()}\n```"), ("pilot-vllm", vllm_block())):
+    for name, body in (
+        ("pilot-kits", f"```\n{kit_block()}\n```"),
+        ("pilot-vllm", vllm_block()),
+        ("pilot-ttft", ttft_block()),
+        ("pilot-fit", f"```\n{fit_block()}\n```"),
+    ):
         begin, end = f"<!-- {name}:begin -->\n", f"\n<!-- {name}:end -->"
         head, rest = text.split(begin, 1)
         text = head + begin + body + end + rest.split(end, 1)[1]
@@ -166,6 +244,10 @@ def main() -> None:
     print(kit_block())
     print()
     print(vllm_block())
+    print()
+    print(ttft_block())
+    print()
+    print(fit_block())
     if args.shots:
         shots(ROOT / "docs" / "img")
 

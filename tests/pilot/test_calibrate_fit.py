@@ -4,6 +4,7 @@ estimate of the engine that was measured."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,116 @@ def test_steps_that_queued_in_the_engine_are_left_out_and_named() -> None:
     queued = [s for s in result["steps"] if s.get("rate") == 40.0]
     without = dict(result, steps=[s for s in result["steps"] if s not in queued])
     assert fit_from_pilot(without, "recorded")["params"] == entry["params"]
+
+
+def test_the_overlays_band_comes_from_the_fits_residuals() -> None:
+    from silica.pilot.calibrate import MIN_BAND_HALF, residual_band
+
+    # As many parameters as steps: no spread measured, the deliberately wide band.
+    assert residual_band([1.3], 1)[0] == (0.5, 2.0)
+    # Steps that all agree claim no more than the floor.
+    (lo, hi), _ = residual_band([1.0, 1.0, 1.0, 1.0], 1)
+    assert (lo, hi) == pytest.approx((math.exp(-MIN_BAND_HALF), math.exp(MIN_BAND_HALF)))
+    # The same spread over fewer steps is wider (Student's t, and the new step's own variance).
+    few, _ = residual_band([1.1, 0.9, 1.1], 1)
+    many, _ = residual_band([1.1, 0.9, 1.1, 0.9, 1.1, 0.9, 1.1, 0.9], 1)
+    assert few[1] > many[1] > 1.1 and few[0] < many[0] < 0.91
+    # A model that misses by orders of magnitude gets a band cut at 10x, and the note says why.
+    (lo, hi), note = residual_band([1e-4, 1e3, 1.0], 1)
+    assert (lo, hi) == pytest.approx((0.1, 10.0)) and "does not describe this server" in note
+
+
+def test_the_overlay_band_replaces_the_family_band_only_where_the_overlay_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = fit_from_pilot(_result(16, ttft_x=1.0, tpot_x=1.3), "test")
+    lo, hi = entry["bands"]["tpot_ms"]
+    overlay = tmp_path / "o.json"
+    write_overlay(entry, overlay)
+    monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
+    args = ("estimate", "llama-3.1-8b", "--on", "g6e.xlarge", "--batch", "8", "--json")
+    code, out, err = run(*args, "--engine", "vllm")
+    assert code == 0, err
+    vllm = json.loads(out)
+    # the low edge is cut where physics is (the weight stream at peak bandwidth), as every band is
+    assert lo <= vllm["tpot_ms_low"] / vllm["tpot_ms"] < 1.0
+    assert vllm["tpot_ms_high"] / vllm["tpot_ms"] == pytest.approx(hi, rel=1e-3)
+    code, out, err = run(*args)  # the NVIDIA default engine: the published family band, as before
+    assert code == 0, err
+    default = json.loads(out)
+    family_lo, family_hi = load_calibration().band("ada", "tpot_ms")
+    assert default["tpot_ms_high"] / default["tpot_ms"] == pytest.approx(family_hi, rel=1e-3)
+    assert (lo, hi) != pytest.approx((family_lo, family_hi))
+
+
+def _sweep_result(
+    model: str, truth: dict[str, float], input_lens: tuple[int, ...], input_len: int = 512
+) -> dict[str, Any]:
+    """A pilot with a prompt-length sweep at 1 in flight whose every figure is the model's under the
+    `truth` parameters: what a server that runs exactly as those parameters say would measure."""
+    from dataclasses import replace as swap
+
+    from silica.perf.overlay import without_user_overlay
+
+    kit = make_kit(
+        model, "g6e.xlarge", input_len=input_len, output_len=32, concurrency=(1, 8), input_lens=input_lens
+    )
+    dep, plan = kit.plan.deployed, kit.plan
+    assert dep is not None and plan.input_lens == input_lens
+    cal = without_user_overlay(load_calibration())
+    params = swap(cal.resolve(dep.family, dep.engine).params, **truth)
+    true = cal.with_params(dep.family, params)
+    steps = []
+    for c, n in [(c, plan.input_len) for c in plan.concurrency] + [(1, n) for n in input_lens]:
+        e = estimate_step(dep.model, dep, plan, c, true, n)
+        assert e.ttft_ms and e.tpot_ms
+        steps.append(
+            {
+                "concurrency": c,
+                "input_len": n,
+                "completed": 8,
+                "ttft_ms": {"p50": e.ttft_ms},
+                "tpot_ms": {"p50": e.tpot_ms},
+            }
+        )
+    return {"plan": plan.to_dict(), "steps": steps}
+
+
+def test_a_prompt_sweep_with_leverage_fits_compute_and_the_request_time_together() -> None:
+    """Llama 8B on an L40S: prefill of 2,048 tokens is compute-bound, of 64 weight-bound, so TTFT's
+    slope over the prompt is the prefill rate and its intercept the fixed time: both come back."""
+    truth = {"compute_eff_max": 0.3, "request_overhead_us": 4000.0}
+    entry = fit_from_pilot(_sweep_result("llama-3.1-8b", truth, (64, 2048)), "sweep")
+    assert entry["params"]["compute_eff_max"] == pytest.approx(0.3, rel=0.15)
+    assert entry["params"]["request_overhead_us"] == pytest.approx(4000.0, rel=0.25)
+    assert "fitted with compute_eff_max on the 3 prompt lengths" in entry["why"]["request_overhead_us"]
+    assert entry["fitted_on"]["prompt_lengths"] == [64, 512, 2048]
+
+
+def test_a_prompt_sweep_without_leverage_leaves_compute_unchanged() -> None:
+    """The tiny 2-layer model's prefill is all fixed time at any of these lengths: the sweep gives
+    compute efficiency no leverage, so the sensitivity check keeps it, and the fixed time is read."""
+    tiny = str(Path(__file__).resolve().parents[1] / "data" / "monitor" / "vllm-cpu" / "tiny-llama.json")
+    truth = {"compute_eff_max": 0.3, "request_overhead_us": 4000.0}
+    entry = fit_from_pilot(_sweep_result(tiny, truth, (16, 32), input_len=64), "sweep")
+    assert "compute_eff_max" not in entry["params"]
+    assert entry["why"]["compute_eff_max"].startswith("not identified")
+    assert entry["params"]["request_overhead_us"] == pytest.approx(4000.0, rel=0.05)
+
+
+def test_a_kit_plans_a_prompt_sweep_within_its_max_length() -> None:
+    kit = make_kit("llama-3.1-8b", "g6e.xlarge", input_len=512, output_len=128, concurrency=(1, 8))
+    assert kit.plan.input_lens == (64, 256) and kit.plan.sweep_concurrency == 1
+    assert kit.plan.deployed is not None and kit.plan.deployed.max_len == 512 + 128 + 32  # not raised
+    swept = [(p["concurrency"], p["input_len"]) for p in kit.prediction["steps"]]
+    assert swept == [(1, 512), (8, 512), (1, 64), (1, 256)]
+    ttft = {p["input_len"]: p["ttft_ms"] for p in kit.prediction["steps"] if p["concurrency"] == 1}
+    assert ttft[64] < ttft[256] < ttft[512]
+    longer = make_kit(
+        "llama-3.1-8b", "g6e.xlarge", input_len=512, output_len=128, concurrency=(1,), input_lens=(2048,)
+    )
+    assert longer.plan.deployed is not None and longer.plan.deployed.max_len == 2048 + 128 + 32
+    none = make_kit(
+        "llama-3.1-8b", "g6e.xlarge", input_len=512, output_len=128, concurrency=(1,), input_lens=()
+    )
+    assert none.plan.input_lens == ()

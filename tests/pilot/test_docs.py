@@ -21,5 +21,9 @@ def test_quoted_kits_match_the_script() -> None:
     table = re.search(r"<!-- pilot-vllm:begin -->\n(.*?)\n<!-- pilot-vllm:end -->", doc, re.S)
     assert table, "docs/pilot.md lost its recorded vLLM table"
     assert table.group(1) == mod.vllm_block()
+    for name, body in (("pilot-ttft", mod.ttft_block()), ("pilot-fit", f"```\n{mod.fit_block()}\n```")):
+        found = re.search(rf"<!-- {name}:begin -->\n(.*?)\n<!-- {name}:end -->", doc, re.S)
+        assert found, f"docs/pilot.md lost its {name} block"
+        assert found.group(1) == body
     for shot in ("img/pilot-report-desktop.png", "img/pilot-report-400px.png"):
         assert shot in doc and (ROOT / "docs" / shot).stat().st_size > 10_000

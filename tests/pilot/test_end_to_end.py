@@ -146,6 +146,7 @@ def test_plan_run_compare_calibrate(server: tuple[str, Path], tmp_path: Path) ->
     assert set(entry["params"]) <= {
         "memory_eff",
         "layer_overhead_us",
+        "sequence_overhead_us",
         "compute_eff_max",
         "request_overhead_us",
     }

@@ -80,6 +80,11 @@ def test_steady_production_windows_move_the_overlay(tmp_path: Path) -> None:
     assert "production windows of chat-neuron" in neuron_entry["label"]
     assert neuron_entry["fitted_on"]["windows"] == 1
     assert any("flagged as drift" in why for why in neuron_entry["fitted_on"]["left_out"])
+    # one window for the fitted decode parameters: no spread measured, the band says so
+    assert (
+        neuron_entry["bands"]["tpot_ms"] == [0.5, 2.0]
+        and "unmeasured" in neuron_entry["band_notes"]["tpot_ms"]
+    )
     after, note = loss()
     assert "production windows of chat-neuron" in note
     assert after < before  # the overlay's estimates sit closer to what production measured

@@ -86,7 +86,9 @@ def test_kit_carries_the_estimated_layout(
         ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu"): chips
     }
     # Every step has a prediction with its band.
-    assert [s["concurrency"] for s in pred["steps"]] == plan["concurrency"]
+    assert [(s["concurrency"], s["input_len"]) for s in pred["steps"]] == [
+        (c, plan["input_len"]) for c in plan["concurrency"]
+    ] + [(plan["sweep_concurrency"], n) for n in plan["input_lens"]]  # the prompt sweep after the steps
     first = pred["steps"][0]
     lo, hi = first["bands"]["tpot_ms"]
     assert lo <= first["tpot_ms"] <= hi

@@ -6,7 +6,9 @@ every prompt it gets, so each test checks the load the server saw, not what the 
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import pytest
 from tests.pilot.conftest import DATA
@@ -102,6 +104,34 @@ def test_prompts_are_distinct_and_share_no_prefix() -> None:
     heads = [tuple(p.split()[:4]) for p in prompts]
     assert len(set(heads)) == 40
     assert all(len(p.split()) == 24 for p in prompts)
+
+
+def test_a_prompt_length_sweep_sends_each_steps_own_length_at_the_sweep_concurrency() -> None:
+    """The sweep's steps come after the others, closed loop at `sweep_concurrency`, each with prompts
+    of its own length (words here, without a tokenizer), still distinct from every other step's."""
+    plan = LoadPlan(
+        input_len=24,
+        output_len=2,
+        concurrency=(2,),
+        requests_per_step=6,
+        warmup_requests=0,
+        input_lens=(8, 40),
+    )
+    with serving() as srv:
+        result = run_plan(f"http://127.0.0.1:{srv.port}", "fast", plan)
+        prompts = list(srv.prompts)
+    assert [(s.concurrency, s.input_len) for s in result.steps] == [(2, 24), (1, 8), (1, 40)]
+    assert [len(p.split()) for p in prompts] == [24] * 6 + [8] * 6 + [40] * 6
+    assert len({tuple(p.split()[:4]) for p in prompts}) == 18
+    assert all(s.mode == "closed" and s.completed == 6 for s in result.steps)
+    assert LoadPlan.from_dict(plan.to_dict(), "test") == plan
+    from silica.pilot.loadplan import Deployed
+
+    dep = Deployed("m", "g6e.xlarge", "l40s", "ada", "nvidia", "vllm", 1, 8, max_len=64, dtype="bf16")
+    with pytest.raises(InputError, match="do not fit the kit's max model length 64"):
+        LoadPlan(
+            input_len=24, output_len=2, concurrency=(1,), requests_per_step=1, deployed=dep, input_lens=(63,)
+        )
 
 
 def test_the_same_seed_gives_the_same_prompts_and_another_seed_others() -> None:
@@ -200,3 +230,77 @@ def test_compare_explains_a_slow_step_from_the_engine_metrics() -> None:
         {**base, "preemptions": 3.0, "kv_cache_usage_max": 0.99}, 8
     )
     assert explain_miss(None, 8) == "no engine metrics for this step"
+
+
+def _dataset(tmp: Path) -> Path:
+    """A ShareGPT-style file: (prompt, answer) word lengths (3, 5), (10, 2), (6, 7); one without a reply,
+    one with role/content turns (4, 3), one too long for a max length of 40 (30 + 20)."""
+    convs = [
+        {"conversations": [{"from": "human", "value": "a b c"}, {"from": "gpt", "value": "1 2 3 4 5"}]},
+        {"conversations": [{"from": "human", "value": " ".join("x" * 10)}, {"from": "gpt", "value": "y z"}]},
+        {"conversations": [{"from": "human", "value": "q " * 6}, {"from": "gpt", "value": "r " * 7}]},
+        {"conversations": [{"from": "human", "value": "alone"}]},
+        {"messages": [{"role": "user", "content": "u v w t"}, {"role": "assistant", "content": "s s s"}]},
+        {"conversations": [{"from": "human", "value": "l " * 30}, {"from": "gpt", "value": "m " * 20}]},
+    ]
+    path = tmp / "sharegpt.json"
+    path.write_text(json.dumps(convs))
+    return path
+
+
+def test_a_dataset_gives_each_request_its_prompt_and_answer_lengths(tmp_path: Path) -> None:
+    from silica.pilot.prompts import read_length_pairs
+
+    pairs, skipped = read_length_pairs(_dataset(tmp_path), max_total=40)
+    assert sorted(pairs) == [(3, 5), (4, 3), (6, 7), (10, 2)] and skipped == 2
+    plan = LoadPlan(input_len=6, output_len=4, concurrency=(2,), requests_per_step=40, warmup_requests=0)
+    with serving() as srv:
+        result = run_plan(f"http://127.0.0.1:{srv.port}", "fast", plan, lengths=pairs)
+        prompts = list(srv.prompts)
+    words = {len(p.split()) for p in prompts}
+    assert words == {3, 4, 6, 10}  # 40 seeded draws reach every pair
+    assert len({tuple(p.split()[:3]) for p in prompts}) == 40  # the text is still a fresh draw
+    [step] = result.steps
+    assert step.short_answers == 0 and step.completed == 40  # each answer as long as it asked
+    by_prompt = {3: 5, 4: 3, 6: 7, 10: 2}
+    assert step.output_tokens == sum(by_prompt[len(p.split())] for p in prompts)
+    with serving() as srv:  # the "short" model answers half of what each asked: every one is flagged
+        short = run_plan(f"http://127.0.0.1:{srv.port}", "short", plan, lengths=pairs).steps[0]
+    assert short.short_answers == short.completed == 40
+
+
+def test_a_dataset_that_is_not_conversations_is_one_line(tmp_path: Path) -> None:
+    from silica.errors import DataFileError
+    from silica.pilot.prompts import read_length_pairs
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"conversations": []}')
+    with pytest.raises(DataFileError, match="not a JSON list of conversations"):
+        read_length_pairs(bad)
+    bad.write_text('[{"conversations": [{"from": "human", "value": "only"}]}]')
+    with pytest.raises(DataFileError, match=r"no conversation with a user turn and a reply \(1 skipped\)"):
+        read_length_pairs(bad)
+
+
+def test_pilot_run_with_a_dataset_records_its_mean_lengths_and_where_they_came_from(tmp_path: Path) -> None:
+    from tests.pilot.conftest import run
+
+    out = tmp_path / "r.json"
+    with serving() as srv:
+        code, _, err = run(
+            "pilot", "run", "--endpoint", f"http://127.0.0.1:{srv.port}", "--model", "fast",
+            "--concurrency", "2", "--requests", "12", "--dataset", str(_dataset(tmp_path)),
+            "--out", str(out), "--no-store", "--no-metrics",
+        )  # fmt: skip
+    assert code == 0, err
+    plan = json.loads(out.read_text())["plan"]
+    # the five usable pairs (no kit: no max length to skip the long one): means 10.6 and 7.4 words
+    assert (plan["input_len"], plan["output_len"]) == (11, 7)
+    assert "sharegpt.json (5 conversations; 1 skipped, without a reply); lengths in words" in plan["dataset"]
+    with serving() as srv:  # a file that is not conversations: one line, exit 2, before any load
+        code, _, err = run(
+            "pilot", "run", "--endpoint", f"http://127.0.0.1:{srv.port}", "--model", "fast",
+            "--dataset", str(out), "--out", str(tmp_path / "r2.json"), "--no-store",
+        )  # fmt: skip
+        sent = srv.requests
+    assert code == 2 and "not a JSON list of conversations" in err and sent == 0

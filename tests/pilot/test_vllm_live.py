@@ -101,3 +101,6 @@ def test_closed_loop_holds_n_open_loop_keeps_its_rate_and_prompts_miss_the_cache
         assert step["engine"]["prefix_cache_queries"] > 0
         assert step["engine"]["prefix_cache_hits"] == 0
         assert step["short_answers"] == 0
+        # the engine's own TTFT histogram, kept per step: below the client's, which also holds the way there
+        assert step["engine"]["ttft_requests"] > 0
+        assert 0 < step["engine"]["ttft_mean_ms"] < step["ttft_ms"]["mean"]

@@ -122,6 +122,11 @@ def plan_cmd(
     duration: float = typer.Option(
         60.0, "--duration", min=0, help="Steady window of each step in s (0: run --requests per step)."
     ),
+    input_lens: str | None = typer.Option(
+        None,
+        "--input-lens",
+        help="Prompt-length sweep at 1 in flight, e.g. 64,256,2048 (default: input/8 and input/2; 0: none).",
+    ),
     hf_model: str | None = typer.Option(
         None, "--hf-model", help="What the engine loads (a Hugging Face repo id or path); default: MODEL."
     ),
@@ -145,6 +150,7 @@ def plan_cmd(
         requests_per_step=requests,
         serve_model=hf_model,
         duration_s=duration or None,
+        input_lens=_sweep(input_lens),
     )
     written = write_kit(kit, out)
     if as_json:
@@ -155,6 +161,11 @@ def plan_cmd(
     typer.echo(
         f"{dep.model} on {dep.instance} with {dep.engine}: tp={dep.tp}, max-num-seqs={dep.max_batch}, "
         f"max-model-len={dep.max_len}, {dep.dtype}; load steps {','.join(map(str, kit.plan.concurrency))}"
+        + (
+            f"; prompt sweep {','.join(map(str, kit.plan.input_lens))} tokens at {kit.plan.sweep_concurrency} in flight"
+            if kit.plan.input_lens
+            else ""
+        )
     )
     for p in written:
         typer.echo(f"  wrote {p}")
@@ -174,6 +185,9 @@ def run_cmd(
         Path("pilot-result.json"), "--out", help="Result JSON (a CSV is written beside it)."
     ),
     concurrency: str | None = typer.Option(None, "--concurrency", help="Override the plan's load steps."),
+    input_lens: str | None = typer.Option(
+        None, "--input-lens", help="Override the plan's prompt-length sweep, e.g. 64,256 (0: none)."
+    ),
     requests: int | None = typer.Option(None, "--requests", min=1, help="Override requests per step."),
     api: str | None = typer.Option(None, "--api", help="completions (default) or chat."),
     no_ignore_eos: bool = typer.Option(
@@ -197,6 +211,11 @@ def run_cmd(
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="The model's tokenizer (folder or HF id): prompts exact in tokens."
     ),
+    dataset: Path | None = typer.Option(
+        None,
+        "--dataset",
+        help="ShareGPT-style JSON: each request's prompt and answer lengths drawn from its conversations.",
+    ),
     metrics_url: str | None = typer.Option(
         None, "--metrics-url", help="The engine's Prometheus metrics (default: ENDPOINT/metrics)."
     ),
@@ -218,11 +237,14 @@ def run_cmd(
     from silica.pilot.loadplan import default_plan, read_plan
     from silica.pilot.power import DcgmMeter
     from silica.pilot.prompts import load_tokenizer
-    from silica.pilot.runner import check_endpoint, run_plan, steps_of
+    from silica.pilot.runner import check_endpoint, run_plan, step_label, steps_of
 
     csv_out = _csv_beside(out)
     # Before the load test (minutes): the result and its CSV must not be a kit file or each other.
-    check_outputs([("--out", out), ("--out (CSV beside it)", csv_out)], inputs=_kit_files(plan))
+    check_outputs(
+        [("--out", out), ("--out (CSV beside it)", csv_out)],
+        inputs=_kit_files(plan) + ((dataset,) if dataset is not None else ()),
+    )
     load = read_plan(plan) if plan is not None else default_plan()  # a bad kit: before the network
     check_endpoint(endpoint)  # one line before any progress bar when nothing answers
     dcgm = DcgmMeter(dcgm_url) if dcgm_url else None
@@ -230,10 +252,12 @@ def run_cmd(
         dcgm.check()
     steps = _ints(concurrency, "--concurrency")
     rates = _floats(rate, "--rate")
+    sweep = _sweep(input_lens)
     load = replace(
         load,
-        concurrency=steps or (() if rates else load.concurrency),
-        rates=rates or (() if steps else load.rates),
+        concurrency=steps or (() if rates or sweep else load.concurrency),
+        rates=rates or (() if steps or sweep else load.rates),
+        input_lens=sweep if sweep is not None else (() if steps or rates else load.input_lens),
         requests_per_step=requests or load.requests_per_step,
         api=api or load.api,
         ignore_eos=load.ignore_eos and not no_ignore_eos,
@@ -246,6 +270,22 @@ def run_cmd(
     )
     load.__post_init__()
     tok = load_tokenizer(tokenizer) if tokenizer else None
+    pairs = None
+    if dataset is not None:
+        from silica.pilot.kit import LEN_MARGIN
+        from silica.pilot.prompts import read_length_pairs
+
+        room = load.deployed.max_len - LEN_MARGIN if load.deployed else None
+        pairs, skipped = read_length_pairs(dataset, tok, room)
+        load = replace(
+            load,
+            input_len=max(1, round(sum(n for n, _ in pairs) / len(pairs))),
+            output_len=max(1, round(sum(m for _, m in pairs) / len(pairs))),
+            dataset=f"{dataset} ({len(pairs)} conversations; {skipped} skipped"
+            + (f", longer than {room} tokens or without a reply)" if room else ", without a reply)")
+            + ("; lengths in tokens" if tok else "; lengths in words"),
+        )
+        load.__post_init__()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -257,10 +297,7 @@ def run_cmd(
         timed = load.duration_s is not None
         span = load.warmup_s + (load.duration_s or 0.0) + load.cooldown_s
         tasks = [
-            bar.add_task(
-                f"rate {v:g}/s" if mode == "open" else f"concurrency {int(v)}",
-                total=int(span) if timed else load.requests_per_step,
-            )
+            bar.add_task(step_label(mode, v), total=int(span) if timed else load.requests_per_step)
             for mode, v in steps_of(load)
         ]
 
@@ -278,6 +315,7 @@ def run_cmd(
             if no_metrics
             else (metrics_url or endpoint.rstrip("/").removesuffix("/v1") + "/metrics"),
             dcgm=dcgm,
+            lengths=pairs,
         )
     payload = result.to_dict()
     _write(out, json.dumps(payload, indent=2) + "\n")
@@ -407,11 +445,35 @@ def compare_cmd(
         band = f"[{k.low:.4g}, {k.high:.4g}]" if k.low is not None and k.high is not None else "[-]"
         pred = f"{k.predicted:.4g}" if k.predicted is not None else "-"
         typer.echo(
-            f"  c={k.concurrency:<4} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
+            f"  c={k.concurrency:<4}{f' prompt {k.input_len}' if k.sweep else ''} {k.metric:<20} measured {k.measured:<10.4g} predicted {pred:<10} band {band:<22} {k.verdict}"
             + (f" ({k.why})" if k.why else "")
+        )
+    for t in cmp.ttft_split:
+        share = f" ({t.outside_share:.0%} of the client's)" if t.outside_share is not None else ""
+        outside = (
+            f", outside the engine {t.outside_engine_ms:.3g} ms{share}"
+            if t.outside_engine_ms is not None
+            else ""
+        )
+        typer.echo(
+            f"  {t.step}: TTFT mean client {_ms(t.client_mean_ms)}, engine {_ms(t.engine_mean_ms)}; p50 client "
+            f"{_ms(t.client_p50_ms)}, engine {_ms(t.engine_p50_ms)}{outside}"
         )
     if html is not None:
         typer.echo(f"wrote {html}")
+
+
+def _sweep(text: str | None) -> tuple[int, ...] | None:
+    """--input-lens: None when not given, () for "0" (no sweep), else the lengths."""
+    if text is None:
+        return None
+    if text.strip() == "0":
+        return ()
+    return _ints(text, "--input-lens")
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.3g} ms" if value is not None else "-"
 
 
 def calibrate_from_pilot(results: Path, out: Path | None) -> None:
@@ -429,6 +491,8 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
     typer.echo(f"{entry['family']} / {entry['engine']}: {moved}{bound}; wrote {path}")
     for name, why in entry.get("why", {}).items():
         typer.echo(f"  {name}: {why}")
+    for metric, (lo, hi) in entry.get("bands", {}).items():
+        typer.echo(f"  band {metric}: {lo:.3g}-{hi:.3g}x of the estimate ({entry['band_notes'][metric]})")
     for why in entry["fitted_on"].get("left_out", []):
         typer.echo(f"  left out {why}")
     typer.echo(

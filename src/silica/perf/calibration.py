@@ -164,6 +164,10 @@ class Overlay:
 
     labels: dict[str, str] = field(default_factory=dict)
     params: dict[str, FamilyParams] = field(default_factory=dict)
+    # p10-p90 of measured / predicted per metric, from the fit's own residuals on the user's server
+    # (`pilot.calibrate.residual_band`): where an entry applies, its band replaces the published
+    # family's, which describes other servers' published rows.
+    bands: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,12 +272,18 @@ class Calibration:
                 fitted += f"; {name}={value:g}: {why}"
         return Resolved(params, key, seen if steps else None, fitted)
 
-    def band(self, family: str, metric: str | tuple[str, ...]) -> tuple[float, float]:
+    def band(
+        self, family: str, metric: str | tuple[str, ...], stack: str | None = None
+    ) -> tuple[float, float]:
         """p10/p90 of measured/predicted for this family and metric, widened when inherited.
 
         `metric` may list several metrics, nearest first; the family's overall band is the fallback.
+        With `stack`, a user overlay's own band for (family, stack) and that metric comes first.
         """
         metrics = (metric,) if isinstance(metric, str) else metric
+        own = self.overlay_band(family, metric, stack)
+        if own is not None:
+            return own
         steps = 0
         seen = family
         while seen not in self.bands and seen in INHERITANCE:
@@ -285,6 +295,17 @@ class Calibration:
         for _ in range(steps):
             low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
         return min(low, 1.0), max(high, 1.0)
+
+    def overlay_band(
+        self, family: str, metric: str | tuple[str, ...], stack: str | None
+    ) -> tuple[float, float] | None:
+        """The user overlay's band for (family, stack) and the first of `metric` it has, or None."""
+        if self.overlay is None or stack is None:
+            return None
+        table = self.overlay.bands.get(f"{family}/{stack}", {})
+        metrics = (metric,) if isinstance(metric, str) else metric
+        found = [table[m] for m in metrics if m in table]
+        return (min(found[0][0], 1.0), max(found[0][1], 1.0)) if found else None
 
     def mfu_check(self, family: str, dtype: str, mfu: float, moe: bool = False) -> str | None:
         """A sentence when a training MFU goes beyond what was ever measured on this family.

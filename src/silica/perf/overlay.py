@@ -4,7 +4,9 @@
 (`silica.context.plan_context`) applies it on top of the shipped calibration at the edge, so
 `estimate`, `compare`, `advise` and `fleet` all use it, each result that does names it in its
 calibration note and its settings, and no plan function reads it behind its caller's back. The overlay holds
-parameters only, each inside `PARAM_BOUNDS`; never a measured figure.
+parameters only, each inside `PARAM_BOUNDS`, and each entry's own p10-p90 band per metric (from the
+fit's residuals; it replaces the published family's band wherever the entry applies); never a
+measured figure.
 
 Where it lives: `SILICA_CALIBRATION_OVERLAY`, else `calibration-overlay.json` in Silica's data
 directory (XDG on Linux). No file: no overlay.
@@ -12,6 +14,7 @@ directory (XDG on Linux). No file: no overlay.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -58,6 +61,10 @@ def read_overlay(path: Path) -> list[dict[str, Any]]:
                 lo, hi = PARAM_BOUNDS[name]
                 if not lo <= float(value) <= hi:
                     raise ValueError(f"{name}={value} is outside its bounds [{lo}, {hi}]")
+            for metric, band in (e.get("bands") or {}).items():
+                lo, hi = (float(v) for v in band)
+                if not (0 < lo <= 1 <= hi < math.inf):
+                    raise ValueError(f"band {metric}={band} is not a p10-p90 ratio pair around 1")
             str(e["family"]), str(e["engine"]), str(e["label"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise DataFileError(
@@ -80,13 +87,17 @@ def with_user_overlay(cal: Calibration, path: Path) -> Calibration:
         return cal
     params: dict[str, FamilyParams] = {}
     labels: dict[str, str] = {}
+    bands: dict[str, dict[str, tuple[float, float]]] = {}
     for e in entries:
         family, engine = str(e["family"]), str(e["engine"])
         base = cal.resolve(family, engine).params
         moved = {n: float(v) for n, v in e["params"].items() if n in PARAM_NAMES}
         params[f"{family}/{engine}"] = replace(base, **moved)
         labels[f"{family}/{engine}"] = str(e["label"])
-    return replace(cal, overlay=Overlay(labels=labels, params=params))
+        bands[f"{family}/{engine}"] = {
+            str(m): (float(b[0]), float(b[1])) for m, b in (e.get("bands") or {}).items()
+        }
+    return replace(cal, overlay=Overlay(labels=labels, params=params, bands=bands))
 
 
 def without_user_overlay(cal: Calibration) -> Calibration:

@@ -48,6 +48,7 @@ class RequestRecord:
     # text is not yet printable (a byte piece of a longer character) arrives in a chunk with empty
     # content, which `events` does not count, so these are the times of tokens, not of text.
     token_events: list[tuple[float, int]] = field(default_factory=list)
+    asked_tokens: int | None = None  # max_tokens sent, when not the plan's (a dataset's own length)
 
     @property
     def ok(self) -> bool:

@@ -7,6 +7,7 @@ expected by the ratio of measured to predicted. Throughput decides what the pilo
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +16,7 @@ from silica.errors import DataFileError, InputError
 from silica.pilot.kit import predict_steps
 from silica.pilot.loadplan import LoadPlan
 
-__all__ = ["PilotComparison", "StepCheck", "compare_pilot"]
+__all__ = ["PilotComparison", "StepCheck", "TtftSplit", "compare_pilot", "ttft_split"]
 
 # metric in the result -> (prediction key, "lower" if a smaller value is faster)
 METRICS = {
@@ -36,6 +37,69 @@ class StepCheck:
     ratio: float | None  # measured / predicted
     verdict: str  # confirmed | faster than expected | slower than expected | not predicted
     why: str = ""  # for a slower step: what the engine's metrics say (queueing, preemption, compute)
+    input_len: int | None = None  # prompt tokens of the step (a sweep step's own)
+    sweep: bool = False  # a prompt-length sweep step (not at the plan's prompt length)
+
+
+@dataclass(frozen=True, slots=True)
+class TtftSplit:
+    """One step's TTFT as the client measured it and as the engine's own histogram saw it.
+
+    The engine's clock starts when its front end has the request and stops at the first token it
+    produced; the client's also holds the network, the HTTP handling before and the streaming after.
+    Means are comparable (the mean difference is the mean time outside the engine); p50s are shown
+    for reading, not subtracted. The engine's figure covers the requests whose first token fell
+    between the step's first and last scrape, the client's those started in the steady window.
+    """
+
+    step: str  # "concurrency 4" or "rate 2/s"
+    concurrency: int
+    client_p50_ms: float | None
+    client_mean_ms: float | None
+    engine_p50_ms: float | None
+    engine_mean_ms: float
+    engine_requests: float
+    outside_engine_ms: float | None  # client mean - engine mean: network, front end, streaming
+    outside_share: float | None  # of the client's mean TTFT
+
+
+def ttft_split(steps: list[dict[str, Any]], input_len: int | None = None) -> tuple[TtftSplit, ...]:
+    """Client against engine TTFT per step, where the pilot scraped the engine's TTFT histogram.
+    A step whose prompt length is not `input_len` (the plan's) is named with its own."""
+
+    def num(value: Any) -> float | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+
+    out = []
+    for s in steps:
+        raw_engine, raw_client = s.get("engine"), s.get("ttft_ms")
+        engine: dict[str, Any] = raw_engine if isinstance(raw_engine, dict) else {}
+        mean = num(engine.get("ttft_mean_ms"))
+        if mean is None or not isinstance(s.get("concurrency"), int):
+            continue
+        client: dict[str, Any] = raw_client if isinstance(raw_client, dict) else {}
+        c_mean, c_p50 = num(client.get("mean")), num(client.get("p50"))
+        outside = c_mean - mean if c_mean is not None else None
+        rate = num(s.get("rate"))
+        label = f"rate {rate:g}/s" if s.get("mode") == "open" and rate else f"concurrency {s['concurrency']}"
+        n = s.get("input_len")
+        if input_len is not None and isinstance(n, int) and n and n != input_len:
+            label += f", prompt {n} tokens"
+        out.append(
+            TtftSplit(
+                step=label,
+                concurrency=int(s["concurrency"]),
+                client_p50_ms=c_p50,
+                client_mean_ms=c_mean,
+                engine_p50_ms=num(engine.get("ttft_p50_ms")),
+                engine_mean_ms=mean,
+                engine_requests=num(engine.get("ttft_requests")) or 0.0,
+                outside_engine_ms=outside,
+                outside_share=outside / c_mean if outside is not None and c_mean else None,
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +113,7 @@ class PilotComparison:
     speed_ratio: float | None  # median measured/predicted throughput
     advise_effect: str
     prediction_source: str
+    ttft_split: tuple[TtftSplit, ...] = ()  # client vs engine TTFT per step (engine histogram scraped)
 
     @property
     def summary(self) -> str:
@@ -141,11 +206,16 @@ def compare_pilot(
             )
         prediction = predict_steps(dep.model, plan, calibration)
         source = "estimate now (current calibration)"
-    predicted = {int(p["concurrency"]): p for p in prediction.get("steps", [])}
+    # A step is predicted at its concurrency and prompt length (a kit before the sweep: the plan's).
+    predicted = {
+        (int(p["concurrency"]), int(p.get("input_len") or plan.input_len)): p
+        for p in prediction.get("steps", [])
+    }
     checks: list[StepCheck] = []
     for s in steps:
         c = int(s["concurrency"])
-        p = predicted.get(c, {})
+        n = int(s.get("input_len") or plan.input_len)
+        p = predicted.get((c, n), {})
         for metric, (key, direction) in METRICS.items():
             raw = s.get(metric)
             measured = raw.get("p50") if isinstance(raw, dict) else raw
@@ -163,13 +233,16 @@ def compare_pilot(
                     high=band[1],
                     ratio=float(measured) / pred if pred else None,
                     verdict=_verdict(float(measured), band[0], band[1], direction),
+                    input_len=n,
+                    sweep=n != plan.input_len,
                 )
             )
             if checks[-1].verdict == "slower than expected":
                 checks[-1] = replace(checks[-1], why=explain_miss(s.get("engine"), c))
-    speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio]
+    # Throughput decides for advise at the plan's request shape; the sweep's steps inform TTFT.
+    speed = [k.ratio for k in checks if k.metric == "output_tokens_per_s" and k.ratio and not k.sweep]
     ratio = statistics.median(speed) if speed else None
-    tput = [k for k in checks if k.metric == "output_tokens_per_s"]
+    tput = [k for k in checks if k.metric == "output_tokens_per_s" and not k.sweep]
     if ratio is None:
         verdict, effect = "no step could be compared", "nothing changes for advise"
     elif all(k.verdict == "confirmed" for k in tput):
@@ -194,4 +267,5 @@ def compare_pilot(
         speed_ratio=ratio,
         advise_effect=effect,
         prediction_source=source,
+        ttft_split=ttft_split(steps, plan.input_len),
     )

@@ -64,12 +64,17 @@ def _steps(capacity: int) -> tuple[int, ...]:
 
 
 def estimate_step(
-    model: str, dep: Deployed, plan: LoadPlan, concurrency: int, calibration: Any
+    model: str,
+    dep: Deployed,
+    plan: LoadPlan,
+    concurrency: int,
+    calibration: Any,
+    input_len: int | None = None,
 ) -> InferenceEstimate:
-    """The estimate for one load step: the deployed layout at `concurrency` sequences (static shapes on
-    Neuron, whose max length is the compiled bucket)."""
+    """The estimate for one load step: the deployed layout at `concurrency` sequences of `input_len`
+    prompt tokens (default the plan's; static shapes on Neuron, whose max length is the compiled bucket)."""
     wl = InferenceWorkload(
-        input_len=plan.input_len,
+        input_len=input_len or plan.input_len,
         output_len=plan.output_len,
         batch=concurrency,
         weight_dtype=dep.dtype,  # type: ignore[arg-type]
@@ -92,12 +97,15 @@ def predict_steps(model: str, plan: LoadPlan, calibration: Any = None) -> dict[s
         )
     steps = []
     note = ""
-    for c in plan.concurrency:
-        e = estimate_step(model, dep, plan, c, calibration)
+    loads = [(c, plan.input_len) for c in plan.concurrency]
+    loads += [(plan.sweep_concurrency, n) for n in plan.input_lens]
+    for c, n in loads:
+        e = estimate_step(model, dep, plan, c, calibration, n)
         note = e.calibration
         steps.append(
             {
                 "concurrency": c,
+                "input_len": n,
                 "feasible": e.feasible,
                 "reasons": list(e.reasons),
                 "ttft_ms": e.ttft_ms,
@@ -132,8 +140,14 @@ def make_kit(
     serve_model: str | None = None,
     calibration: Any = None,
     duration_s: float | None = 60.0,
+    input_lens: tuple[int, ...] | None = None,
 ) -> Kit:
-    """Choose the layout with `estimate`, then write the launch files and the load plan around it."""
+    """Choose the layout with `estimate`, then write the launch files and the load plan around it.
+
+    `input_lens`: the prompt-length sweep at one request in flight (None: an eighth and a half of
+    `input_len`, so the sweep never raises the max model length; () : none)."""
+    if input_lens is None:
+        input_lens = tuple(sorted({n for n in (input_len // 8, input_len // 2) if 16 <= n < input_len}))
     check_dtype(dtype, "dtype")
     if serve_model is not None and (not serve_model.strip() or not serve_model.isprintable()):
         raise InputError(
@@ -150,7 +164,7 @@ def make_kit(
     )
     first = estimate(model, base, Deployment(instance=instance), calibration=calibration)
     eng = engine_for(engine, first.vendor, instance)
-    need = input_len + output_len + LEN_MARGIN
+    need = max((input_len, *input_lens)) + output_len + LEN_MARGIN
     max_len = _bucket(need) if first.vendor == "aws" else need
     if first.vendor == "aws":
         base = replace(base, seq_len=max_len)
@@ -180,6 +194,7 @@ def make_kit(
         output_len=output_len,
         concurrency=tuple(steps),
         requests_per_step=requests_per_step,
+        input_lens=tuple(input_lens),
         ttft_slo_ms=ttft_slo_ms,
         tpot_slo_ms=tpot_slo_ms,
         deployed=deployed,
@@ -190,7 +205,9 @@ def make_kit(
     )
     prediction = predict_steps(model, plan, calibration)
     # The engine's batch limit: the largest step the prediction says fits in memory, never more.
-    fits = [int(p["concurrency"]) for p in prediction["steps"] if p["feasible"]]
+    fits = [
+        int(p["concurrency"]) for p in prediction["steps"] if p["feasible"] and p["input_len"] == input_len
+    ]
     limit = max(fits, default=first.batch)
     if limit != deployed.max_batch:
         deployed = replace(deployed, max_batch=limit)

@@ -37,7 +37,8 @@ class Deployed:
 
 @dataclass(frozen=True, slots=True)
 class LoadPlan:
-    """Closed-loop steps (`concurrency`), then open-loop steps (`rates`), all of one request shape.
+    """Closed-loop steps (`concurrency`), then open-loop steps (`rates`), then a prompt-length sweep
+    (`input_lens` at `sweep_concurrency`); every step but the sweep's at `input_len`.
 
     Closed loop: at each step `concurrency` streams send requests back to back, so N are in flight;
     it maps one to one onto the batch the estimate predicts for. Open loop: requests arrive at a
@@ -67,6 +68,14 @@ class LoadPlan:
     rates: tuple[float, ...] = ()  # open-loop steps, requests per second
     arrival: str = "poisson"  # "poisson" or "constant" inter-arrival times
     seed: int = 0  # of the prompts and the arrival times
+    # Prompt-length sweep: closed-loop steps at `sweep_concurrency` with these prompt lengths, after
+    # the others. TTFT's growth with the prompt is the prefill rate (compute efficiency); at one
+    # length a prefill rate and a fixed time per request cannot be told apart.
+    input_lens: tuple[int, ...] = ()
+    sweep_concurrency: int = 1
+    # Where each request's lengths came from when not `input_len`/`output_len` (a dataset's pairs;
+    # those two are then its means, what the prediction and the fit use): provenance only.
+    dataset: str | None = None
 
     def __post_init__(self) -> None:
         if self.input_len < 1 or self.output_len < 1:
@@ -78,8 +87,19 @@ class LoadPlan:
         check("request_tokens", self.output_len, "output_len (--output-len)")
         for c in self.concurrency:
             check("concurrency", c, "concurrency (--concurrency)")
+        for n in self.input_lens:
+            check("request_tokens", n, "prompt-length sweep (--input-lens)")
+        check("concurrency", self.sweep_concurrency, "sweep concurrency")
+        if self.deployed is not None and self.input_lens:
+            longest = max(self.input_lens) + self.output_len
+            if longest > self.deployed.max_len:
+                raise InputError(
+                    f"A sweep prompt of {max(self.input_lens)} tokens and {self.output_len} generated do not "
+                    f"fit the kit's max model length {self.deployed.max_len}.",
+                    "sweep shorter prompts, or plan the kit with them (silica pilot plan --input-lens).",
+                )
         check("concurrency", self.requests_per_step, "requests per step (--requests)")
-        if not self.concurrency and not self.rates:
+        if not self.concurrency and not self.rates and not self.input_lens:
             raise InputError("A pilot needs at least one load step.", "pass --concurrency or --rate.")
         if self.concurrency and min(self.concurrency) < 1:
             raise InputError("Every load step needs a concurrency of 1 or more.", "fix --concurrency.")
@@ -104,6 +124,7 @@ class LoadPlan:
         out["concurrency"] = list(self.concurrency)
         out["rates"] = list(self.rates)
         out["notes"] = list(self.notes)
+        out["input_lens"] = list(self.input_lens)
         return out
 
     @classmethod
@@ -130,6 +151,9 @@ class LoadPlan:
                 rates=tuple(float(r) for r in raw.get("rates", ())),
                 arrival=str(raw.get("arrival", "poisson")),
                 seed=int(raw.get("seed", 0)),
+                input_lens=tuple(int(n) for n in raw.get("input_lens", ())),
+                sweep_concurrency=int(raw.get("sweep_concurrency", 1)),
+                dataset=None if raw.get("dataset") is None else str(raw["dataset"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise DataFileError(

@@ -10,16 +10,22 @@ Without a tokenizer the length is in words: each word below is one token in the 
 and GPT BPE vocabularies (a space and a short common word), so the count is close, and the server's
 `usage.prompt_tokens` reports the real one. With a tokenizer (`--tokenizer`, the model's own), each
 prompt is exactly `input_len` tokens before the engine adds its BOS or chat template.
+
+With a dataset of real conversations (`--dataset`, ShareGPT-style JSON), each request draws its
+prompt and answer lengths from the dataset's (first user turn, first reply) pairs, seeded like the
+prompts; the text itself is still a fresh draw, so the lengths are real and the cache still misses.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+from pathlib import Path
 from typing import Protocol, cast
 
 from silica.errors import InputError
 
-__all__ = ["PromptMaker", "Tokenizer", "load_tokenizer"]
+__all__ = ["PromptMaker", "Tokenizer", "load_tokenizer", "read_length_pairs"]
 
 # 256 short, common English words.
 _COMMON = """the of and to in is it that was for on are as with his they at be this have from or one had by
@@ -52,19 +58,34 @@ class Tokenizer(Protocol):
 class PromptMaker:
     """Prompt `i` of step `step`: a fresh draw of `input_len` tokens (or words without a tokenizer)."""
 
-    def __init__(self, input_len: int, seed: int = 0, tokenizer: Tokenizer | None = None) -> None:
+    def __init__(
+        self,
+        input_len: int,
+        seed: int = 0,
+        tokenizer: Tokenizer | None = None,
+        lengths: list[tuple[int, int]] | None = None,
+    ) -> None:
         self.input_len, self.seed, self.tokenizer = input_len, seed, tokenizer
+        self.lengths = lengths or []  # (prompt, answer) pairs to draw from; none: input_len always
         self._pool: list[int] = []
         if tokenizer is not None:
             # Token ids that decode to plain words: a re-encoding of their text stays near the count.
             ids = {t for w in _WORDS for t in tokenizer.encode(" " + w, add_special_tokens=False)}
             self._pool = sorted(ids)
 
+    def pair(self, step: int, i: int) -> tuple[int, int | None]:
+        """Request `i` of step `step`: its prompt length, and its answer length (None: the plan's)."""
+        if not self.lengths:
+            return self.input_len, None
+        n, out = random.Random(f"{self.seed}/{step}/{i}/length").choice(self.lengths)
+        return n, out
+
     def __call__(self, step: int, i: int) -> str:
         rng = random.Random(f"{self.seed}/{step}/{i}")
+        n = self.pair(step, i)[0]
         if self.tokenizer is None:
-            return " ".join(rng.choice(_WORDS) for _ in range(self.input_len))
-        return self._exact(rng)
+            return " ".join(rng.choice(_WORDS) for _ in range(n))
+        return self._exact(rng, n)
 
     def tokens(self, text: str) -> int | None:
         """The prompt's length in tokens when a tokenizer is known (without the engine's specials)."""
@@ -72,10 +93,9 @@ class PromptMaker:
             return None
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def _exact(self, rng: random.Random) -> str:
+    def _exact(self, rng: random.Random, n: int) -> str:
         tok = self.tokenizer
         assert tok is not None
-        n = self.input_len
         ids = [rng.choice(self._pool) for _ in range(n)]
         text = tok.decode(ids)
         for _ in range(20):  # decode/encode may merge or split at the seams: trim or top up
@@ -107,3 +127,61 @@ def load_tokenizer(name: str) -> Tokenizer:
             "pass a local model folder or a Hugging Face id you can download.",
         ) from err
     return cast(Tokenizer, tok)
+
+
+_USER = {"human", "user"}
+_REPLY = {"gpt", "assistant", "chatgpt", "bard", "model"}
+
+
+def read_length_pairs(
+    path: Path, tokenizer: Tokenizer | None = None, max_total: int | None = None
+) -> tuple[list[tuple[int, int]], int]:
+    """(prompt, answer) lengths of a ShareGPT-style dataset, and how many conversations were skipped.
+
+    The format `vllm bench serve --dataset-name sharegpt` reads: a JSON list of objects whose
+    `conversations` are turns `{"from": "human"|"gpt", "value": TEXT}` (`role`/`content` also read).
+    Each conversation gives its first user turn and the reply after it, in tokens with a tokenizer,
+    else in words; one without both, or longer than `max_total` together (the kit's max model
+    length), is skipped, as vLLM's benchmark skips them.
+    """
+    from silica._files import parse_json, read_text
+    from silica.errors import DataFileError
+
+    raw = parse_json(read_text(path, "dataset"), path, "a ShareGPT-style JSON list of conversations")
+    if not isinstance(raw, list):
+        raise DataFileError(
+            f"Dataset {path} is not a JSON list of conversations.",
+            'pass a ShareGPT-style file: [{"conversations": [{"from": "human", "value": ...}, ...]}, ...].',
+        )
+
+    def size(text: str) -> int:
+        if tokenizer is not None:
+            return len(tokenizer.encode(text, add_special_tokens=False))
+        return len(text.split())
+
+    pairs: list[tuple[int, int]] = []
+    skipped = 0
+    for item in raw:
+        turns = item.get("conversations") or item.get("messages") if isinstance(item, dict) else None
+        found: tuple[int, int] | None = None
+        if isinstance(turns, list):
+            for a, b in itertools.pairwise(turns):
+                if not (isinstance(a, dict) and isinstance(b, dict)):
+                    break
+                who_a, who_b = (str(t.get("from", t.get("role", ""))).lower() for t in (a, b))
+                text_a, text_b = (t.get("value", t.get("content")) for t in (a, b))
+                if who_a in _USER and who_b in _REPLY and isinstance(text_a, str) and isinstance(text_b, str):
+                    found = (size(text_a), size(text_b))
+                    break
+        if found is None or min(found) < 1 or (max_total is not None and sum(found) > max_total):
+            skipped += 1
+            continue
+        pairs.append(found)
+    if not pairs:
+        raise DataFileError(
+            f"Dataset {path} has no conversation with a user turn and a reply"
+            + (f" within {max_total} tokens" if max_total is not None else "")
+            + f" ({skipped} skipped).",
+            "pass a ShareGPT-style file (conversations of from/value turns).",
+        )
+    return pairs, skipped

@@ -36,7 +36,15 @@ from silica.pilot.loadplan import LoadPlan
 from silica.pilot.power import DcgmMeter
 from silica.pilot.prompts import PromptMaker, Tokenizer
 
-__all__ = ["PilotResult", "StepResult", "check_endpoint", "run_plan", "steps_of", "summarise_step"]
+__all__ = [
+    "PilotResult",
+    "StepResult",
+    "check_endpoint",
+    "run_plan",
+    "step_label",
+    "steps_of",
+    "summarise_step",
+]
 
 SCHEMA = "silica.pilot.result/1"
 # The per-step columns of `PilotResult.to_csv`, in order (the latency percentiles follow them).
@@ -55,6 +63,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "requests_per_s",
     "goodput_requests_per_s",
     "slo_attainment",
+    "input_len",  # a prompt-length sweep's steps differ here, not in concurrency
 )
 Progress = Callable[[int, int, int], None]  # (step index, done, total): requests, or seconds if timed
 
@@ -104,6 +113,7 @@ class StepResult:
     short_answers: int = 0  # completed with fewer output tokens than asked: not in TPOT/ITL
     excluded: int = 0  # warm-up and cool-down requests, not counted
     engine: dict[str, Any] | None = None  # the engine's /metrics over the step (engine_metrics.summarise)
+    input_len: int | None = None  # prompt tokens asked in this step (a sweep step's own; else the plan's)
     measured_power: dict[str, Any] | None = None  # GPU power from a DCGM exporter (`pilot.power`)
 
 
@@ -121,7 +131,7 @@ class PilotResult:
 
     @property
     def summary(self) -> str:
-        done = f"{len(self.steps)}/{len(self.plan.concurrency) + len(self.plan.rates)} steps"
+        done = f"{len(self.steps)}/{len(steps_of(self.plan))} steps"
         where = self.plan.deployed.instance if self.plan.deployed else self.endpoint
         best = max((s.output_tokens_per_s for s in self.steps), default=0.0)
         tail = f"; stopped: {self.stopped}" if self.stopped else ""
@@ -181,7 +191,7 @@ def summarise_step(
     are then the requests that started in it and rates are per second of it.
     """
     ok = [r for r in records if r.ok]
-    short = [r for r in ok if plan.ignore_eos and r.tokens < plan.output_len]
+    short = [r for r in ok if plan.ignore_eos and r.tokens < (r.asked_tokens or plan.output_len)]
     cut = {id(r) for r in short}
     full = [r for r in ok if id(r) not in cut]
     ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
@@ -208,7 +218,9 @@ def summarise_step(
         got = sorted(r.tokens for r in short)
         errors.insert(
             0,
-            f"{len(short)} answers shorter than the {plan.output_len} tokens asked (median "
+            f"{len(short)} answers shorter than the "
+            + (f"{plan.output_len} tokens asked" if plan.dataset is None else "tokens each asked")
+            + " (median "
             f"{got[len(got) // 2]}): left out of TPOT; check --max-model-len and ignore_eos",
         )
     achieved = len(records) / duration_s if window is not None and duration_s > 0 else None
@@ -296,8 +308,10 @@ class _Step:
         plan = self.plan
         self.sent += 1
         prompt = self.prompts(self.index, self.sent)
-        body = payload_for(plan.api, self.model, prompt, plan.output_len, plan.ignore_eos)
+        asked = self.prompts.pair(self.index, self.sent)[1]
+        body = payload_for(plan.api, self.model, prompt, asked or plan.output_len, plan.ignore_eos)
         rec = await self.client.stream(self.url, body)
+        rec.asked_tokens = asked
         if rec.prompt_tokens is None:
             rec.prompt_tokens = self.prompts.tokens(prompt)
         self.records.append(rec)
@@ -397,6 +411,9 @@ async def _run_step(
 
 
 async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepResult:
+    if mode == "length":  # a sweep step: closed loop at the sweep's concurrency, its own prompt length
+        result = await _load(step, plan, "closed", float(plan.sweep_concurrency))
+        return replace(result, input_len=int(level))
     if mode == "open":
         window = await step.open_timed(level)
     elif plan.duration_s is not None:
@@ -404,7 +421,7 @@ async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepRes
     else:
         t0, t1 = await step.closed_count(int(level))
         step.window = (t0, t1)
-        return summarise_step(plan, int(level), step.records, t1 - t0)
+        return replace(summarise_step(plan, int(level), step.records, t1 - t0), input_len=plan.input_len)
     step.window = window
     counted = [r for r in step.records if window[0] <= r.start < window[1]]
     result = summarise_step(
@@ -419,17 +436,27 @@ async def _load(step: _Step, plan: LoadPlan, mode: str, level: float) -> StepRes
     )
     flight = _in_flight(step.records, *window)  # every request overlapping the window is in flight
     if mode == "open":
-        return replace(result, concurrency=max(1, round(flight or 0.0)), mean_in_flight=flight)
-    return replace(result, mean_in_flight=flight)
+        return replace(
+            result, concurrency=max(1, round(flight or 0.0)), mean_in_flight=flight, input_len=plan.input_len
+        )
+    return replace(result, mean_in_flight=flight, input_len=plan.input_len)
 
 
-def _label(mode: str, level: float) -> str:
+def step_label(mode: str, level: float) -> str:
+    """How a step is named in progress bars and messages."""
+    if mode == "length":
+        return f"prompt {int(level)} tokens"
     return f"rate {level:g}/s" if mode == "open" else f"concurrency {int(level)}"
 
 
 def steps_of(plan: LoadPlan) -> list[tuple[str, float]]:
-    """The plan's steps in order: closed-loop concurrencies, then open-loop rates."""
-    return [("closed", float(c)) for c in plan.concurrency] + [("open", r) for r in plan.rates]
+    """The plan's steps in order: closed-loop concurrencies, open-loop rates, then the prompt-length
+    sweep ("length", tokens), closed loop at the plan's `sweep_concurrency`."""
+    return (
+        [("closed", float(c)) for c in plan.concurrency]
+        + [("open", r) for r in plan.rates]
+        + [("length", float(n)) for n in plan.input_lens]
+    )
 
 
 def run_plan(
@@ -443,12 +470,15 @@ def run_plan(
     metrics_url: str | None = None,
     scrape_interval_s: float = 1.0,
     dcgm: DcgmMeter | None = None,
+    lengths: list[tuple[int, int]] | None = None,
 ) -> PilotResult:
     """Every step of the plan against the endpoint; a failure or Ctrl-C keeps the finished steps.
 
     `metrics_url`: the engine's Prometheus endpoint, scraped every `scrape_interval_s` during each step
     (running, waiting, KV-cache use, preemptions, prefix-cache hits) and kept with the step. With
-    `dcgm`, each step also records the GPU power and measured J per output token it drew."""
+    `dcgm`, each step also records the GPU power and measured J per output token it drew. With
+    `lengths` ((prompt, answer) pairs, `prompts.read_length_pairs`), every request of the load steps
+    draws its lengths from them; the sweep's steps keep their own prompt length."""
     check_endpoint(endpoint)
     if dcgm is not None:
         dcgm.check()
@@ -457,7 +487,7 @@ def run_plan(
         import httpx  # noqa: F401 - imported now: an import inside a step would stall its event loop
     notes: list[str] = []
     url = _url(endpoint, plan.api)
-    prompts = PromptMaker(plan.input_len, plan.seed, tokenizer)
+    prompts = PromptMaker(plan.input_len, plan.seed, tokenizer, list(lengths) if lengths else None)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     steps: list[StepResult] = []
     stopped: str | None = None
@@ -466,14 +496,15 @@ def run_plan(
         async def one(
             index: int = index, load: tuple[str, float] = load
         ) -> tuple[StepResult, bool, str | None]:
+            maker = PromptMaker(int(load[1]), plan.seed, tokenizer) if load[0] == "length" else prompts
             async with StreamClient(connect_timeout_s=10.0, read_timeout_s=read_timeout_s) as client:
-                return await _run_step(client, url, model, plan, prompts, index, load, progress, metrics)
+                return await _run_step(client, url, model, plan, maker, index, load, progress, metrics)
 
         try:
             with dcgm.step() if dcgm is not None else nullcontext() as reading:
                 result, refused, unread = asyncio.run(one())
         except KeyboardInterrupt:
-            stopped = f"interrupted (Ctrl-C) during the step at {_label(*load)}"
+            stopped = f"interrupted (Ctrl-C) during the step at {step_label(*load)}"
             break
         if reading is not None:
             # A timed step's power covers its warm-up and cool-down too: J per token is then the mean
@@ -490,7 +521,7 @@ def run_plan(
         if refused or result.completed == 0:
             http = [e for e in result.errors if e.startswith("HTTP ")]
             first = (http or list(result.errors) or ["no request completed"])[0]
-            stopped = f"step at {_label(*load)} failed: {first}"
+            stopped = f"step at {step_label(*load)} failed: {first}"
             if result.completed:
                 steps.append(result)
             break

@@ -233,8 +233,9 @@ def band(
     """
     if value is None:
         return None
-    low, high = target.calibration.band(target.chip.family, metric)
-    if target.stack is not None and target.stack.unmeasured_release:  # `perf.stacks._release`
+    low, high = target.calibration.band(target.chip.family, metric, target.engine or None)
+    own = target.calibration.overlay_band(target.chip.family, metric, target.engine or None)
+    if own is None and target.stack is not None and target.stack.unmeasured_release:  # `perf.stacks._release`
         low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
     if fastest is not None:
         high = min(high, max(fastest, 1.0))

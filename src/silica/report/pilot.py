@@ -35,7 +35,7 @@ def _n(value: float | None, spec: str = ",.4g") -> str:
 
 
 def _chart(checks: list[StepCheck], metric: str) -> str:
-    rows = sorted((k for k in checks if k.metric == metric), key=lambda k: k.concurrency)
+    rows = sorted((k for k in checks if k.metric == metric and not k.sweep), key=lambda k: k.concurrency)
     if not rows:
         return ""
     x = [float(k.concurrency) for k in rows]
@@ -70,7 +70,7 @@ def pilot_html(cmp: PilotComparison, meta: Meta | None = None) -> str:
         body.append(_chart(checks, metric))
     rows = [
         [
-            str(k.concurrency),
+            str(k.concurrency) + (f" (prompt {k.input_len})" if k.sweep else ""),
             _t(k.metric),
             _n(k.measured),
             _n(k.predicted),
@@ -88,4 +88,31 @@ def pilot_html(cmp: PilotComparison, meta: Meta | None = None) -> str:
             (0, 2, 3, 4, 5),
         )
     )
+    if cmp.ttft_split:
+        body.append("<h2>TTFT: client against the engine</h2>")
+        body.append(
+            '<p class="small">The engine\'s own histogram starts when its front end has the request; the '
+            "client's TTFT also holds the network, HTTP handling and streaming. Mean client - mean engine "
+            "is the mean time outside the engine.</p>"
+        )
+        split_rows = [
+            [
+                _t(t.step),
+                _n(t.client_mean_ms),
+                _n(t.engine_mean_ms),
+                _n(t.client_p50_ms),
+                _n(t.engine_p50_ms),
+                _n(t.outside_engine_ms),
+                f"{t.outside_share:.0%}" if t.outside_share is not None else "-",
+            ]
+            for t in cmp.ttft_split
+        ]
+        body.append(
+            table(
+                ["step", "client mean ms", "engine mean ms", "client p50 ms", "engine p50 ms",
+                 "outside the engine ms", "share"],
+                split_rows,
+                (1, 2, 3, 4, 5, 6),
+            )
+        )  # fmt: skip
     return page(f"Pilot: {name} on {cmp.instance} ({cmp.engine})", body, meta, extra_css=EXTRA_CSS)
