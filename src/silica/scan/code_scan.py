@@ -61,14 +61,18 @@ _HASH_COMMENTS = (
     ".cfg",
     ".def",
 )
-_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+# Round 7: `#SBATCH --gres=gpu:8` (and PBS's `#PBS`) are scheduler directives, not comments.
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#(?!SBATCH\b|PBS\b).*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 # Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
 # by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
 # Round 6 (from lmdeploy's wheel builder): `pip download` and `pip wheel` fetch or build the packages they name
 # for a later install, as `pip install` does.
+# Round 7 (a class): options before the subcommand (`pip -v install`, `pip --no-cache-dir install`), micromamba,
+# and the project managers' add commands (`uv add`, `poetry add`, `pixi add`) install what they name too.
 _INSTALL = re.compile(
-    r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+(?:install|download|wheel)\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
+    r"\b(?:pip3?|uv\s+pip|conda|mamba|micromamba|uv|poetry|pixi)(?:\s+--?[\w-]+(?:=\S+)?)*"
+    r"\s+(?:install|download|wheel|add)\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
 )
 # Round 6: `pip install git+https://github.com/Dao-AILab/flash-attention@v2.6.3#subdirectory=csrc/fused_dense_lib`
 # builds the C++/CUDA extension in that csrc folder, not the repository's main package.
@@ -288,6 +292,17 @@ class _Scanner:
                 self.packages.setdefault(normalize(pkg), rule)
             for ext in rule.extensions:
                 self.extensions.setdefault(ext, rule)
+        # Round 7: one table of CUDA-only libraries for every file kind: a library rule's aliases (its repository,
+        # build targets) and top-level import names (exllamav2_kernels, punica_kernels) name it as well as its
+        # distribution does; names that count only in CUDA-named lists (tilelang) stay out.
+        only_cuda_lists = {normalize(p) for r in kb.code_rules for p in r.cuda_list_packages}
+        for rule in kb.code_rules:
+            if not rule.packages:
+                continue
+            names = [*rule.aliases, *(m for m in rule.imports if "." not in m)]
+            for name in names:
+                if normalize(name) not in only_cuda_lists:
+                    self.packages.setdefault(normalize(name), rule)
         self.ext_suffixes = tuple(self.extensions)
         self.cuda_list_packages = {
             normalize(pkg): rule for rule in kb.code_rules for pkg in rule.cuda_list_packages
