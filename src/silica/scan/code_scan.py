@@ -103,6 +103,28 @@ _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # Text rules whose patterns name what an install line installs (`conda install pytorch-cuda=11.8 cuda-nvcc`
 # makes a CUDA image, round 6): matched inside install commands too.
 _INSIDE_INSTALLS = frozenset({"cuda-base-image"})
+# Round 7 (a class): what an image build or Makefile builds, named by its target or stage: `make build-vllm-cuda`,
+# `make install-flash-attention-v2-cuda`, `FROM kernel-builder AS megablocks-kernels-builder`. The name, less
+# build/kernel/CUDA/version suffixes, is looked up in the one table of CUDA-only libraries.
+_BUILD_NAME = re.compile(
+    r"\bmake\s+(?:-\S+\s+)*(?:build|install)-([\w.-]+)|^\s*FROM\s+\S+\s+(?i:AS)\s+([\w.-]+)", re.MULTILINE
+)
+_NAME_SUFFIX = re.compile(r"(?:[-_](?:builder|build|kernels?|cuda|cu\d{2,3}|v\d+(?:\.\d+)*|install|src|source))+$")
+# Round 7: a checkout of a library put on PYTHONPATH (`PYTHONPATH=/root/Megatron-LM/`) is that library in use.
+_PYTHONPATH = re.compile(r"""\bPYTHONPATH\W{0,6}[=:]\s*\W{0,3}([^\s"'\\;]+)""")
+# Round 7 (a class): image references in Dockerfiles, YAML (image:, repository: of Helm values) and scripts
+# (IMAGE=..., IMAGE_NAME=...): an image named after a known CUDA-only engine (vllm/vllm-openai,
+# lmcache/vllm-openai, lmsysorg/sglang) is that engine; one whose tag or name says CUDA (qwenllm/qwen:cu117,
+# *-gpu) is a CUDA base image; `docker run --gpus` / `--runtime nvidia` runs a CUDA container.
+_IMAGE_REF = re.compile(
+    r"""^\s*(?i:FROM):?\s+(?:--platform=\S+\s+)?["']?([^\s"']+)"""
+    r"""|^\s*-?\s*["']?(?:image|repository|imageName|image_name)["']?\s*:\s*["']?([^\s"'#]+/[^\s"'#]+)"""
+    r"""|\b[A-Z_]*IMAGE[A-Z_]*=["']?([^\s"';$]+/[^\s"';]+)""",
+    re.MULTILINE,
+)
+_CUDA_TAG = re.compile(r"(?:^|[-_.])(?:cu(?:da)?\d{2,3}(?:\.\d+)*|cuda|gpu)(?:$|[-_.])")
+_DOCKER_GPUS = re.compile(r"\bdocker\s+(?:container\s+)?(?:run|create)\b[^\n]*?\s--(?:gpus\b|runtime[ =]nvidia\b)")
+_CUDA_INDEX = re.compile(r"/cu\d{2,3}\b|/cuda\b")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -396,7 +418,10 @@ class _Scanner:
             line = text.count("\n", 0, m.start()) + 1
             requirement_file = False
             find_links = False
-            for token in re.sub(r"\\\n", " ", m.group(1)).split():
+            cuda_index = _CUDA_INDEX.search(m.group(1)) is not None
+            args = re.sub(r"\\\n", " ", m.group(1))
+            args = re.sub(r"\[([^\]\n]*)\]", lambda b: "[" + re.sub(r"\s+", "", b.group(1)) + "]", args)
+            for token in args.split():
                 token = token.strip("'\"")
                 if find_links:  # --find-links .../whl/nightly/triton: a package's own wheel page
                     find_links = False
@@ -432,14 +457,89 @@ class _Scanner:
                     continue
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
+                local_extras = re.fullmatch(r"[./][\w./-]*\[([\w,.-]+)\]", token)
+                if local_extras is not None:  # `pip install ".[bnb,peft]"`: the project's extras name libraries
+                    for extra in local_extras.group(1).split(","):
+                        rule = self.package_rule(extra) if extra else None
+                        if rule is not None:
+                            self.findings.append(
+                                _finding(rule, f"installs the extra {extra} ({token}) in {name}", rel, line)
+                            )
+                    continue
                 if token.startswith(("-", "$", ".", "/")) or "://" in token:
                     continue
                 n = _INSTALL_NAME.match(token)
                 if n is None:
                     continue
                 rule = self.package_rule(n.group(1), n.group(2) or "")
+                if rule is None and cuda_index:  # `pip install tilelang -f .../whl/nightly/cu128/`: its CUDA build
+                    rule = self.cuda_list_packages.get(normalize(n.group(1)))
                 if rule is not None:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+
+    def library_named(self, name: str) -> CodeRule | None:
+        """The CUDA-only library a build target, image stage or checkout folder is named after
+        (`flash-attention-v2-cuda` -> flash-attn, `exllama-kernels-builder` -> gpu-quant-kernels), or None; the
+        repository's own packages are its own code."""
+        for candidate in dict.fromkeys((name, _NAME_SUFFIX.sub("", name))):
+            if not candidate or normalize(candidate) in self.local_names:
+                continue
+            rule = self.package_rule(candidate)
+            if rule is not None:
+                return rule
+        return None
+
+    def _builds(self, text: str, rel: str, name: str) -> None:
+        """Libraries built by name (`make build-megablocks`, an image stage `AS vllm-builder`) and checkouts put
+        on PYTHONPATH (round 7)."""
+        seen: set[tuple[str, int]] = set()
+        for m in _BUILD_NAME.finditer(text):
+            target = m.group(1) or m.group(2)
+            rule = self.library_named(target)
+            line = text.count("\n", 0, m.start()) + 1
+            if rule is not None and (rule.id, line) not in seen:
+                seen.add((rule.id, line))
+                self.findings.append(_finding(rule, f"builds {target} in {name}", rel, line))
+        if "PYTHONPATH" in text:
+            for m in _PYTHONPATH.finditer(text):
+                for part in re.split(r"[:/]", m.group(1)):
+                    rule = self.library_named(part) if re.fullmatch(r"[A-Za-z][\w.-]+", part) else None
+                    if rule is not None:
+                        line = text.count("\n", 0, m.start()) + 1
+                        self.findings.append(_finding(rule, f"puts {part} on PYTHONPATH in {name}", rel, line))
+
+    def _images(self, text: str, rel: str, name: str, *, cuda_tags: bool) -> None:
+        """Images named after a CUDA-only engine, and (where `cuda_tags`: scripts, whose lines the image text
+        rule does not read) images whose tag says CUDA and `docker run --gpus` (round 7)."""
+        base = self.rules.get("cuda-base-image")
+        have = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        for m in _IMAGE_REF.finditer(text):
+            ref = next(g for g in m.groups() if g)
+            if "neuron" in ref.lower() or "$" in ref:
+                continue  # a Neuron DLC (neuron-path), or an image named by a variable
+            path, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+            parts = path.split("/")
+            if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+                parts = parts[1:]  # a registry host
+            line = text.count("\n", 0, m.start()) + 1
+            for part in parts:
+                words = re.split(r"[-_.]", part)
+                rule = self.library_named(part) or (self.library_named(words[0]) if len(words) > 1 else None)
+                if rule is not None and (rule.id, line) not in have:
+                    have.add((rule.id, line))
+                    self.findings.append(_finding(rule, f"runs the image {ref} in {name}", rel, line))
+                    break
+            cuda = _CUDA_TAG.search(tag) is not None or any(_CUDA_TAG.search(p) for p in parts)
+            if cuda_tags and cuda and base is not None and (base.id, line) not in have:
+                have.add((base.id, line))
+                self.findings.append(_finding(base, f"a CUDA image {ref} in {name}", rel, line))
+        if cuda_tags and base is not None and "docker" in text:
+            for m in _DOCKER_GPUS.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                if (base.id, line) not in have:
+                    have.add((base.id, line))
+                    what = m.group(0).strip()[:80]
+                    self.findings.append(_finding(base, f"{what!r}: a CUDA container in {name}", rel, line))
 
     def _shell_python(self, text: str, rel: str, name: str) -> None:
         """Imports in Python run from a shell script (`python - <<'PY'`, `python -c "import x"`), and packages
@@ -514,6 +614,14 @@ class _Scanner:
         installs = name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(
             _INSTALL_FILES
         )
+        containers = name.startswith(("Dockerfile", "Containerfile")) or name.endswith(
+            (".dockerfile", ".Dockerfile", ".def")
+        )
+        if not name.endswith(".py") and ("image" in text.lower() or "FROM" in text or "repository" in text):
+            code = _blank_comments(text)
+            self._images(code if not containers else _resolve_args(code), rel, name, cuda_tags=not containers)
+        elif not name.endswith(".py") and "docker" in text:
+            self._images(_blank_comments(text), rel, name, cuda_tags=not containers)
         candidates = self._text_rules_for(name)
         gate = self._gate(candidates)
         if gate is not None and not installs and gate.search(text) is None:
@@ -532,6 +640,7 @@ class _Scanner:
         spans: list[tuple[int, int]] = []
         if installs:
             self._installs(text, rel, name)
+            self._builds(text, rel, name)
             spans = [m.span(1) for m in _INSTALL.finditer(text)]
         covered: set[str] = set()
         found: list[Finding] = []
