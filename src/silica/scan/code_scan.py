@@ -125,6 +125,12 @@ _IMAGE_REF = re.compile(
 _CUDA_TAG = re.compile(r"(?:^|[-_.])(?:cu(?:da)?\d{2,3}(?:\.\d+)*|cuda|gpu)(?:$|[-_.])")
 _DOCKER_GPUS = re.compile(r"\bdocker\s+(?:container\s+)?(?:run|create)\b[^\n]*?\s--(?:gpus\b|runtime[ =]nvidia\b)")
 _CUDA_INDEX = re.compile(r"/cu\d{2,3}\b|/cuda\b")
+# Round 7 (a class): a launcher's argv list built in Python (["accelerate", "launch", "--multi_gpu", ...],
+# ["torchrun", "--nproc_per_node", ...], [sys.executable, "-m", "torch.distributed.run", ...]).
+_ARGV_LAUNCHER = re.compile(
+    r"""\[\s*["'](?:torchrun|mpirun|deepspeed)["']\s*,|\[\s*["']accelerate["']\s*,\s*["']launch["']"""
+    r"""|["']-m["']\s*,\s*["']torch\.distributed\.(?:run|launch)["']"""
+)
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -557,6 +563,8 @@ class _Scanner:
             ]
         if bodies:
             for start, body, one_line in bodies:
+                if self._shell_python_rules(start, body, one_line, rel, name):
+                    continue
                 for imp in _HEREDOC_IMPORT.finditer(body):
                     module = imp.group(1) or imp.group(2)
                     if module.split(".", 1)[0] in self.local:
@@ -588,6 +596,22 @@ class _Scanner:
                         self.findings.append(
                             _finding(rule, f"installs {word} (loop over wheels) in {name}", rel, line)
                         )
+
+    def _shell_python_rules(self, start: int, body: str, one_line: bool, rel: str, name: str) -> bool:
+        """Round 7 (a class): Python run from a shell script or image (`python -c 'import torch;
+        print(torch.cuda.device_count())'`, heredocs) is Python: every Python rule applies, not only imports.
+        False when the body does not parse (its imports are then matched by pattern)."""
+        if one_line:  # `import torch; print(...)` split at its semicolons
+            body = "\n".join(part.strip() for part in body.split("\n"))
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        local = frozenset(self.local)
+        for rule_id, message, line in self.python.scan(tree, uses_torch="torch" in body, local=local):
+            at = start if one_line else start + line - 1
+            self.findings.append(_finding(self.rules[rule_id], f"{message} (Python in {name})", rel, at))
+        return True
 
     def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
         """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""
@@ -753,6 +777,12 @@ class _Scanner:
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
         by_text = {(f.rule, f.line) for f in self.findings[before:]}
+        launcher = self.rules.get("gpu-launcher")
+        if launcher is not None and ("torchrun" in text or "launch" in text or "mpirun" in text):
+            m = _ARGV_LAUNCHER.search(_blank_comments(text))
+            if m is not None:
+                line = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(launcher, f"builds the command {m.group(0)!r}... in {rel}", rel, line))
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text
@@ -772,7 +802,7 @@ class _Scanner:
         if self.library_self:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
-        tpu_only = _tpu_only(text)
+        tpu_only = _tpu_only(text) and "neuron" not in rel.lower()  # lightning_neuron_patch.py is Neuron code
         guarded = "ImportError" in text or "_available(" in text or "find_spec" in text
         for rule_id, message, line in self.python.scan(
             tree, uses_torch=uses_torch, local=local, guarded=guarded
