@@ -131,6 +131,10 @@ _ARGV_LAUNCHER = re.compile(
     r"""\[\s*["'](?:torchrun|mpirun|deepspeed)["']\s*,|\[\s*["']accelerate["']\s*,\s*["']launch["']"""
     r"""|["']-m["']\s*,\s*["']torch\.distributed\.(?:run|launch)["']"""
 )
+# Round 7 (a class): a CUDA extension the repository's own build declares (setup.py `CUDAExtension(name=
+# "pkg._fused", ...)`), imported by its code (`from . import _fused`): the compiled kernels are in use there.
+_DECLARED_EXT = re.compile(r"""\bCUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_IMPORTED = re.compile(r"^[ \t]*(?:from\s+([\w.]*)\s+import\s+\(?([\w, \t]+)|import\s+([\w.]+))", re.MULTILINE)
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -257,6 +261,21 @@ def _holds_python(path: str) -> bool:
     return False
 
 
+def _declared_extensions(root: Path) -> frozenset[str]:
+    """Last parts of the CUDA extension modules the repository's setup.py files declare (`_fused` of
+    `sageattention._fused`), at most three folders down."""
+    names: set[str] = set()
+    for pattern in ("setup.py", "*/setup.py", "*/*/setup.py", "*/*/*/setup.py"):
+        for path in root.glob(pattern):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "CUDAExtension" in text:
+                names.update(m.group(1).rsplit(".", 1)[-1] for m in _DECLARED_EXT.finditer(text))
+    return frozenset(names)
+
+
 def declared_names(root: Path) -> frozenset[str]:
     """The distribution names the repository declares (setup.py `name=`, pyproject/setup.cfg `name =`)."""
     out: set[str] = set()
@@ -352,6 +371,7 @@ class _Scanner:
             if normalize(name) in declared and normalize(name) in self.packages
         }
         self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
+        self.cuda_extensions = _declared_extensions(root)
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
         self.text_rules: list[tuple[CodeRule, re.Pattern[str], re.Pattern[str]]] = [
             (
@@ -777,6 +797,8 @@ class _Scanner:
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
         by_text = {(f.rule, f.line) for f in self.findings[before:]}
+        if self.cuda_extensions and not is_setup and "import" in text:
+            self._extension_imports(text, rel)
         launcher = self.rules.get("gpu-launcher")
         if launcher is not None and ("torchrun" in text or "launch" in text or "mpirun" in text):
             m = _ARGV_LAUNCHER.search(_blank_comments(text))
@@ -819,6 +841,24 @@ class _Scanner:
                 rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
+
+    def _extension_imports(self, text: str, rel: str) -> None:
+        """Imports of a CUDA extension module the repository builds (`from . import _fused`): cpp-extension."""
+        rule = self.rules.get("cpp-extension")
+        if rule is None:
+            return
+        code = _blank_comments(text)
+        for m in _IMPORTED.finditer(code):
+            if m.group(3) is not None:
+                names = [m.group(3).rsplit(".", 1)[-1]]
+            else:
+                names = [n.split(" as ")[0].strip() for n in m.group(2).split(",")]
+                names.append((m.group(1) or "").rsplit(".", 1)[-1])
+            hit = next((n for n in names if n in self.cuda_extensions), None)
+            if hit is not None:
+                line = code.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line))
+                return
 
     def _availability_checks(self, text: str, rel: str) -> None:
         """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from
