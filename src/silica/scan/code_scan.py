@@ -804,7 +804,7 @@ class _Scanner:
             m = _ARGV_LAUNCHER.search(_blank_comments(text))
             if m is not None:
                 line = text.count("\n", 0, m.start()) + 1
-                self.findings.append(_finding(launcher, f"builds the command {m.group(0)!r}... in {rel}", rel, line))
+                self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, line))
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text

