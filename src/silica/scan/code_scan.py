@@ -658,14 +658,6 @@ class _Scanner:
         installs = name.startswith(("Dockerfile", "Containerfile", "Makefile")) or name.endswith(
             _INSTALL_FILES
         )
-        containers = name.startswith(("Dockerfile", "Containerfile")) or name.endswith(
-            (".dockerfile", ".Dockerfile", ".def")
-        )
-        if not name.endswith(".py") and ("image" in text.lower() or "FROM" in text or "repository" in text):
-            code = _blank_comments(text)
-            self._images(code if not containers else _resolve_args(code), rel, name, cuda_tags=not containers)
-        elif not name.endswith(".py") and "docker" in text:
-            self._images(_blank_comments(text), rel, name, cuda_tags=not containers)
         candidates = self._text_rules_for(name)
         gate = self._gate(candidates)
         if gate is not None and not installs and gate.search(text) is None:
@@ -710,6 +702,18 @@ class _Scanner:
                     covered |= _COVERED_BY.get(rule.id, frozenset())
         self.findings += [f for f in found if f.rule not in covered]
 
+    def _image_pass(self, text: str, rel: str, name: str) -> None:
+        """Image references and `docker run --gpus` in a non-Python file (after its text rules, so that a line
+        the image text rule found is not found twice)."""
+        containers = name.startswith(("Dockerfile", "Containerfile")) or name.endswith(
+            (".dockerfile", ".Dockerfile", ".def")
+        )
+        # the CUDA-image text rule reads Dockerfiles and YAML; scripts' IMAGE= lines and docker run are read here
+        scripts = not containers and not name.endswith((".yaml", ".yml", ".json", ".toml", ".tpl"))
+        if "image" in text.lower() or "FROM" in text or "repository" in text or "docker" in text:
+            code = _blank_comments(text)
+            self._images(_resolve_args(code) if containers else code, rel, name, cuda_tags=scripts)
+
     def _library_extension(self, statement: str) -> CodeRule | None:
         """The rule of the library whose compiled extension `import causal_conv1d_cuda` is (round 5, from
         lingua: causal-conv1d's kernels are mamba-kernels), or None for the repository's own extension."""
@@ -747,6 +751,7 @@ class _Scanner:
             return
         if text_rules:
             self._text(text, rel, name)
+            self._image_pass(text, rel, name)
         if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
             self._config_targets(text, rel, name)
         if not dependency:
