@@ -119,7 +119,8 @@ _PYTHONPATH = re.compile(r"""\bPYTHONPATH\W{0,6}[=:]\s*\W{0,3}([^\s"'\\;]+)""")
 _IMAGE_REF = re.compile(
     r"""^\s*(?i:FROM):?\s+(?:--platform=\S+\s+)?["']?([^\s"']+)"""
     r"""|^\s*-?\s*["']?(?:image|repository|imageName|image_name)["']?\s*:\s*["']?([^\s"'#]+/[^\s"'#]+)"""
-    r"""|\b[A-Z_]*IMAGE[A-Z_]*=["']?([^\s"';$]+/[^\s"';]+)""",
+    r"""|\b[A-Z_]*IMAGE[A-Z_]*=["']?([^\s"';$]+/[^\s"';]+)"""
+    r"""|\bdocker\s+(?:run|pull|create)\b[^\n]*?\s([a-z0-9][\w.-]*/[\w./-]+(?::[\w.-]+)?)(?=\s|$)""",
     re.MULTILINE,
 )
 _CUDA_TAG = re.compile(r"(?:^|[-_.])(?:cu(?:da)?\d{2,3}(?:\.\d+)*|cuda|gpu)(?:$|[-_.])")
@@ -708,8 +709,8 @@ class _Scanner:
         containers = name.startswith(("Dockerfile", "Containerfile")) or name.endswith(
             (".dockerfile", ".Dockerfile", ".def")
         )
-        # the CUDA-image text rule reads Dockerfiles and YAML; scripts' IMAGE= lines and docker run are read here
-        scripts = not containers and not name.endswith((".yaml", ".yml", ".json", ".toml", ".tpl"))
+        # the CUDA-image text rule reads Dockerfiles' FROM lines; other files' image references are read here
+        scripts = not containers
         if "image" in text.lower() or "FROM" in text or "repository" in text or "docker" in text:
             code = _blank_comments(text)
             self._images(_resolve_args(code) if containers else code, rel, name, cuda_tags=scripts)
