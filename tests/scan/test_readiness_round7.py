@@ -25,9 +25,7 @@ def _scan(root: Path, files: dict[str, str], task: str = "training") -> ScanRepo
 
 def _where(report: ScanReport, rule: str, *, info: bool = False) -> list[str]:
     return [
-        f.location
-        for f in report.findings
-        if f.rule == rule and (info or f.impact["trainium2"] != "info")
+        f.location for f in report.findings if f.rule == rule and (info or f.impact["trainium2"] != "info")
     ]
 
 
@@ -262,7 +260,9 @@ def test_effort_classes_of_round_seven(tmp_path: Path) -> None:
     repository's Python implements is part of that change; a repository that already trains on Neuron pays its
     training check at the Neuron-path share."""
     image_only = _scan(
-        tmp_path / "img", {"deploy.yaml": "containers:\n  - image: vllm/vllm-openai:v0.9.0\n"}, task="inference"
+        tmp_path / "img",
+        {"deploy.yaml": "containers:\n  - image: vllm/vllm-openai:v0.9.0\n"},
+        task="inference",
     )
     code = _scan(tmp_path / "code", {"serve.py": "from vllm import LLM\n"}, task="inference")
     assert _items(image_only)["remove-cuda-only-kernels"] < _items(code)["remove-cuda-only-kernels"]
@@ -274,6 +274,9 @@ def test_effort_classes_of_round_seven(tmp_path: Path) -> None:
     plain = _scan(tmp_path / "p", {"train.py": "import torch\nx = torch.ones(2).cuda()\n"})
     neuron = _scan(
         tmp_path / "n",
-        {"train.py": "import torch\nx = torch.ones(2).cuda()\n", "env.sh": "export NEURON_RT_LOG_LEVEL=INFO\n"},
+        {
+            "train.py": "import torch\nx = torch.ones(2).cuda()\n",
+            "env.sh": "export NEURON_RT_LOG_LEVEL=INFO\n",
+        },
     )
     assert _items(neuron)["validate-numerics"] < _items(plain)["validate-numerics"]

@@ -109,7 +109,9 @@ _INSIDE_INSTALLS = frozenset({"cuda-base-image"})
 _BUILD_NAME = re.compile(
     r"\bmake\s+(?:-\S+\s+)*(?:build|install)-([\w.-]+)|^\s*FROM\s+\S+\s+(?i:AS)\s+([\w.-]+)", re.MULTILINE
 )
-_NAME_SUFFIX = re.compile(r"(?:[-_](?:builder|build|kernels?|cuda|cu\d{2,3}|v\d+(?:\.\d+)*|install|src|source))+$")
+_NAME_SUFFIX = re.compile(
+    r"(?:[-_](?:builder|build|kernels?|cuda|cu\d{2,3}|v\d+(?:\.\d+)*|install|src|source))+$"
+)
 # Round 7: a checkout of a library put on PYTHONPATH (`PYTHONPATH=/root/Megatron-LM/`) is that library in use.
 _PYTHONPATH = re.compile(r"""\bPYTHONPATH\W{0,6}[=:]\s*\W{0,3}([^\s"'\\;]+)""")
 # Round 7 (a class): image references in Dockerfiles, YAML (image:, repository: of Helm values) and scripts
@@ -124,7 +126,9 @@ _IMAGE_REF = re.compile(
     re.MULTILINE,
 )
 _CUDA_TAG = re.compile(r"(?:^|[-_.])(?:cu(?:da)?\d{2,3}(?:\.\d+)*|cuda|gpu)(?:$|[-_.])")
-_DOCKER_GPUS = re.compile(r"\bdocker\s+(?:container\s+)?(?:run|create)\b[^\n]*?\s--(?:gpus\b|runtime[ =]nvidia\b)")
+_DOCKER_GPUS = re.compile(
+    r"\bdocker\s+(?:container\s+)?(?:run|create)\b[^\n]*?\s--(?:gpus\b|runtime[ =]nvidia\b)"
+)
 _CUDA_INDEX = re.compile(r"/cu\d{2,3}\b|/cuda\b")
 # Round 7 (a class): a launcher's argv list built in Python (["accelerate", "launch", "--multi_gpu", ...],
 # ["torchrun", "--nproc_per_node", ...], [sys.executable, "-m", "torch.distributed.run", ...]).
@@ -135,7 +139,9 @@ _ARGV_LAUNCHER = re.compile(
 # Round 7 (a class): a CUDA extension the repository's own build declares (setup.py `CUDAExtension(name=
 # "pkg._fused", ...)`), imported by its code (`from . import _fused`): the compiled kernels are in use there.
 _DECLARED_EXT = re.compile(r"""\bCUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
-_IMPORTED = re.compile(r"^[ \t]*(?:from\s+([\w.]*)\s+import\s+\(?([\w, \t]+)|import\s+([\w.]+))", re.MULTILINE)
+_IMPORTED = re.compile(
+    r"^[ \t]*(?:from\s+([\w.]*)\s+import\s+\(?([\w, \t]+)|import\s+([\w.]+))", re.MULTILINE
+)
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -485,7 +491,9 @@ class _Scanner:
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
                 local_extras = re.fullmatch(r"[./][\w./-]*\[([\w,.-]+)\]", token)
-                if local_extras is not None:  # `pip install ".[bnb,peft]"`: the project's extras name libraries
+                if (
+                    local_extras is not None
+                ):  # `pip install ".[bnb,peft]"`: the project's extras name libraries
                     for extra in local_extras.group(1).split(","):
                         rule = self.package_rule(extra) if extra else None
                         if rule is not None:
@@ -499,7 +507,9 @@ class _Scanner:
                 if n is None:
                     continue
                 rule = self.package_rule(n.group(1), n.group(2) or "")
-                if rule is None and cuda_index:  # `pip install tilelang -f .../whl/nightly/cu128/`: its CUDA build
+                if (
+                    rule is None and cuda_index
+                ):  # `pip install tilelang -f .../whl/nightly/cu128/`: its CUDA build
                     rule = self.cuda_list_packages.get(normalize(n.group(1)))
                 if rule is not None:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
@@ -533,7 +543,9 @@ class _Scanner:
                     rule = self.library_named(part) if re.fullmatch(r"[A-Za-z][\w.-]+", part) else None
                     if rule is not None:
                         line = text.count("\n", 0, m.start()) + 1
-                        self.findings.append(_finding(rule, f"puts {part} on PYTHONPATH in {name}", rel, line))
+                        self.findings.append(
+                            _finding(rule, f"puts {part} on PYTHONPATH in {name}", rel, line)
+                        )
 
     def _images(self, text: str, rel: str, name: str, *, cuda_tags: bool) -> None:
         """Images named after a CUDA-only engine, and (where `cuda_tags`: scripts, whose lines the image text
@@ -809,8 +821,8 @@ class _Scanner:
         if launcher is not None and ("torchrun" in text or "launch" in text or "mpirun" in text):
             m = _ARGV_LAUNCHER.search(_blank_comments(text))
             if m is not None:
-                line = text.count("\n", 0, m.start()) + 1
-                self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, line))
+                at = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, at))
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text
@@ -863,7 +875,9 @@ class _Scanner:
             hit = next((n for n in names if n in self.cuda_extensions), None)
             if hit is not None:
                 line = code.count("\n", 0, m.start()) + 1
-                self.findings.append(_finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line))
+                self.findings.append(
+                    _finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
+                )
                 return
 
     def _availability_checks(self, text: str, rel: str) -> None:
