@@ -280,3 +280,22 @@ def test_effort_classes_of_round_seven(tmp_path: Path) -> None:
         },
     )
     assert _items(neuron)["validate-numerics"] < _items(plain)["validate-numerics"]
+
+
+def test_neuron_devices_images_and_cuda_runtime_wheels(tmp_path: Path) -> None:
+    """The TorchNeuron device named in code and any image built for Neuron are Neuron paths; a device dispatcher
+    that compares with "neuron" is not; any of NVIDIA's CUDA runtime wheels is found by its name pattern."""
+    report = _scan(
+        tmp_path,
+        {
+            "run_native.py": "import torch\nmodel = torch.nn.Linear(2, 2).to('neuron')\n",
+            "pick.py": "import torch\n\ndef pick(name):\n    if name == 'neuron':\n        return 1\n    return 0\n",
+            "deploy/tgi.yaml": "containers:\n  - image: ghcr.io/example/neuronx-tgi:0.3\n",
+            "env/install.sh": "pip install nvidia-cusparselt-cu12==0.6.3\n",
+        },
+        task="inference",
+    )
+    neuron = _where(report, "neuron-path", info=True)
+    assert "run_native.py:2" in neuron and "deploy/tgi.yaml:2" in neuron
+    assert not any(w.startswith("pick.py") for w in neuron)
+    assert _where(report, "nvidia-wheels", info=True) == ["env/install.sh:1"]  # reported, not sized

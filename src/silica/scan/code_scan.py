@@ -554,8 +554,17 @@ class _Scanner:
         have = {(f.rule, f.line) for f in self.findings if f.file == rel}
         for m in _IMAGE_REF.finditer(text):
             ref = next(g for g in m.groups() if g)
-            if "neuron" in ref.lower() or "$" in ref:
-                continue  # a Neuron DLC (neuron-path), or an image named by a variable
+            if "$" in ref:
+                continue  # an image named by a variable
+            if (
+                "neuron" in ref.lower()
+            ):  # a Neuron DLC or a Neuron build of an engine (neuronx-tgi, *-neuronx)
+                rule = self.rules.get(NEURON_PATH_RULE)
+                line = text.count("\n", 0, m.start()) + 1
+                if rule is not None and (rule.id, line) not in have:
+                    have.add((rule.id, line))
+                    self.findings.append(_finding(rule, f"runs the Neuron image {ref} in {name}", rel, line))
+                continue
             path, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
             parts = path.split("/")
             if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
@@ -849,6 +858,8 @@ class _Scanner:
         ):
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
+            if rule_id == NEURON_PATH_RULE and message.startswith("compares with"):
+                continue  # `if device == "neuron":` dispatches between devices; the Neuron code is elsewhere
             if is_setup and rule_id in _BUILD_HOST_RULES:
                 continue  # setup.py probes the build host's GPU to choose what to compile (round 6)
             if (rule_id, line) in by_text and message.startswith("imports "):
