@@ -299,3 +299,26 @@ def test_neuron_devices_images_and_cuda_runtime_wheels(tmp_path: Path) -> None:
     assert "run_native.py:2" in neuron and "deploy/tgi.yaml:2" in neuron
     assert not any(w.startswith("pick.py") for w in neuron)
     assert _where(report, "nvidia-wheels", info=True) == ["env/install.sh:1"]  # reported, not sized
+
+
+def test_wheel_urls_cuda_libraries_and_the_nvidia_conda_channel(tmp_path: Path) -> None:
+    report = _scan(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                '[project]\nname = "demo"\nversion = "0.1"\n'
+                "[tool.uv.sources]\n"
+                'liger-kernel = { url = "https://example.org/wheels/liger_kernel-0.5.0-py3-none-any.whl" }\n'
+            ),
+            "get.sh": "pip install https://example.org/w/deep_ep-1.1.0+cu126-cp311-cp311-linux_x86_64.whl\n",
+            "docker/Dockerfile": (
+                "FROM ubuntu:22.04\n"
+                "RUN apt-get install -y libcublas-12-4 libcusparselt0\n"
+                "RUN conda install -y magma -c nvidia/label/cuda-12.4.0\n"
+                "RUN pip install https://example.org/w/requests-2.32.0-py3-none-any.whl\n"
+            ),
+        },
+    )
+    assert _where(report, "liger-kernel") == ["pyproject.toml:5"]
+    assert _where(report, "other-cuda-kernels") == ["get.sh:1"]
+    assert _where(report, "cuda-base-image") == ["docker/Dockerfile:2", "docker/Dockerfile:3"]

@@ -142,6 +142,9 @@ _DECLARED_EXT = re.compile(r"""\bCUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)[
 _IMPORTED = re.compile(
     r"^[ \t]*(?:from\s+([\w.]*)\s+import\s+\(?([\w, \t]+)|import\s+([\w.]+))", re.MULTILINE
 )
+# Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
+# distribution its file name starts with.
+_WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -488,6 +491,14 @@ class _Scanner:
                 if token in ("-r", "--requirement"):
                     requirement_file = True
                     continue
+                wheel = _WHEEL_URL.search(token) if "://" in token else None
+                if wheel is not None:
+                    rule = self.package_rule(wheel.group(1))
+                    if rule is not None:
+                        self.findings.append(
+                            _finding(rule, f"installs {wheel.group(1)} from a wheel URL in {name}", rel, line)
+                        )
+                    continue
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
                 local_extras = re.fullmatch(r"[./][\w./-]*\[([\w,.-]+)\]", token)
@@ -782,6 +793,18 @@ class _Scanner:
         if trouble is not None:
             self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
         cuda_list = "cuda" in name.lower()
+        if ".whl" in text:
+            listed = set(found)
+            code = (
+                _blank_comments(text)
+                if name.endswith((".toml", ".txt", ".in", ".cfg", ".yml", ".yaml"))
+                else text
+            )
+            for m in _WHEEL_URL.finditer(code):
+                rule = self.package_rule(m.group(1))
+                line = code.count("\n", 0, m.start()) + 1
+                if rule is not None and (normalize(m.group(1)), line) not in listed:
+                    self.findings.append(_finding(rule, f"depends on {m.group(1)} (a wheel URL)", rel, line))
         for pkg, line in found:
             rule = self.package_rule(pkg)
             if rule is None and cuda_list:
