@@ -802,9 +802,9 @@ class _Scanner:
             )
             for m in _WHEEL_URL.finditer(code):
                 rule = self.package_rule(m.group(1))
-                line = code.count("\n", 0, m.start()) + 1
-                if rule is not None and (normalize(m.group(1)), line) not in listed:
-                    self.findings.append(_finding(rule, f"depends on {m.group(1)} (a wheel URL)", rel, line))
+                at = code.count("\n", 0, m.start()) + 1
+                if rule is not None and (normalize(m.group(1)), at) not in listed:
+                    self.findings.append(_finding(rule, f"depends on {m.group(1)} (a wheel URL)", rel, at))
         for pkg, line in found:
             rule = self.package_rule(pkg)
             if rule is None and cuda_list:
