@@ -322,3 +322,18 @@ def test_wheel_urls_cuda_libraries_and_the_nvidia_conda_channel(tmp_path: Path) 
     assert _where(report, "liger-kernel") == ["pyproject.toml:5"]
     assert _where(report, "other-cuda-kernels") == ["get.sh:1"]
     assert _where(report, "cuda-base-image") == ["docker/Dockerfile:2", "docker/Dockerfile:3"]
+
+
+def test_kbit_preparation_follows_the_quantiser(tmp_path: Path) -> None:
+    gptq = (
+        "from transformers import AutoModelForCausalLM, GPTQConfig\n"
+        "from peft import prepare_model_for_kbit_training\n"
+        "m = AutoModelForCausalLM.from_pretrained('x', quantization_config=GPTQConfig(bits=4))\n"
+        "m = prepare_model_for_kbit_training(m)\n"
+    )
+    bnb = gptq.replace("GPTQConfig(bits=4)", "BitsAndBytesConfig(load_in_4bit=True)").replace(
+        "GPTQConfig", "BitsAndBytesConfig"
+    )
+    report = _scan(tmp_path, {"gptq_lora.py": gptq, "bnb_lora.py": bnb})
+    assert _where(report, "gpu-quant-kernels") == ["gptq_lora.py:3"]
+    assert [w.split(":")[0] for w in _where(report, "bitsandbytes")] == ["bnb_lora.py"] * 3

@@ -145,6 +145,7 @@ _IMPORTED = re.compile(
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
+_KBIT_PREP = ("calls peft.prepare_model_for_kbit_training", "calls peft.prepare_model_for_int8_training")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -876,9 +877,14 @@ class _Scanner:
             local = frozenset(self.local).difference(outside) if outside else None
         tpu_only = _tpu_only(text) and "neuron" not in rel.lower()  # lightning_neuron_patch.py is Neuron code
         guarded = "ImportError" in text or "_available(" in text or "find_spec" in text
-        for rule_id, message, line in self.python.scan(
-            tree, uses_torch=uses_torch, local=local, guarded=guarded
-        ):
+        hits = list(self.python.scan(tree, uses_torch=uses_torch, local=local, guarded=guarded))
+        # Round 7 (a class, from Qwen's GPTQ Q-LoRA): PEFT's k-bit preparation follows the quantiser the model was
+        # loaded with; in a file that builds a GPTQ/AWQ config and nothing of bitsandbytes, it is that path's step.
+        if any(r == "gpu-quant-kernels" and m.startswith("calls ") for r, m, _ in hits):
+            bnb = [m for r, m, _ in hits if r == "bitsandbytes"]
+            if bnb and all(m.startswith(_KBIT_PREP) for m in bnb):
+                hits = [h for h in hits if h[0] != "bitsandbytes"]
+        for rule_id, message, line in hits:
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
             if rule_id == NEURON_PATH_RULE and message.startswith("compares with"):
