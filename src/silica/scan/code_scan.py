@@ -61,14 +61,18 @@ _HASH_COMMENTS = (
     ".cfg",
     ".def",
 )
-_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+# Round 7: `#SBATCH --gres=gpu:8` (and PBS's `#PBS`) are scheduler directives, not comments.
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#(?!SBATCH\b|PBS\b).*$")
 # `pip install A B[x]==1` / `uv pip install` / `conda install` in Dockerfiles and scripts: the packages named.
 # Round 5 (issue 30, from peft's GPU image): a `#` comment line inside a continued RUN or shell command is dropped
 # by Docker and (blanked) does not end the command, so a continuation runs on over blank lines.
 # Round 6 (from lmdeploy's wheel builder): `pip download` and `pip wheel` fetch or build the packages they name
 # for a later install, as `pip install` does.
+# Round 7 (a class): options before the subcommand (`pip -v install`, `pip --no-cache-dir install`), micromamba,
+# and the project managers' add commands (`uv add`, `poetry add`, `pixi add`) install what they name too.
 _INSTALL = re.compile(
-    r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+(?:install|download|wheel)\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
+    r"\b(?:pip3?|uv\s+pip|conda|mamba|micromamba|uv|poetry|pixi)(?:\s+--?[\w-]+(?:=\S+)?)*"
+    r"\s+(?:install|download|wheel|add)\b((?:[^\n;&|\\]|\\\n(?:[ \t]*\n)*|\\.)*)"
 )
 # Round 6: `pip install git+https://github.com/Dao-AILab/flash-attention@v2.6.3#subdirectory=csrc/fused_dense_lib`
 # builds the C++/CUDA extension in that csrc folder, not the repository's main package.
@@ -99,6 +103,49 @@ _INSTALL_FILES = (".dockerfile", ".Dockerfile", ".sh", ".bash", ".def", ".mk")
 # Text rules whose patterns name what an install line installs (`conda install pytorch-cuda=11.8 cuda-nvcc`
 # makes a CUDA image, round 6): matched inside install commands too.
 _INSIDE_INSTALLS = frozenset({"cuda-base-image"})
+# Round 7 (a class): what an image build or Makefile builds, named by its target or stage: `make build-vllm-cuda`,
+# `make install-flash-attention-v2-cuda`, `FROM kernel-builder AS megablocks-kernels-builder`. The name, less
+# build/kernel/CUDA/version suffixes, is looked up in the one table of CUDA-only libraries.
+_BUILD_NAME = re.compile(
+    r"\bmake\s+(?:-\S+\s+)*(?:build|install)-([\w.-]+)|^\s*FROM\s+\S+\s+(?i:AS)\s+([\w.-]+)", re.MULTILINE
+)
+_NAME_SUFFIX = re.compile(
+    r"(?:[-_](?:builder|build|kernels?|cuda|cu\d{2,3}|v\d+(?:\.\d+)*|install|src|source))+$"
+)
+# Round 7: a checkout of a library put on PYTHONPATH (`PYTHONPATH=/root/Megatron-LM/`) is that library in use.
+_PYTHONPATH = re.compile(r"""\bPYTHONPATH\W{0,6}[=:]\s*\W{0,3}([^\s"'\\;]+)""")
+# Round 7 (a class): image references in Dockerfiles, YAML (image:, repository: of Helm values) and scripts
+# (IMAGE=..., IMAGE_NAME=...): an image named after a known CUDA-only engine (vllm/vllm-openai,
+# lmcache/vllm-openai, lmsysorg/sglang) is that engine; one whose tag or name says CUDA (qwenllm/qwen:cu117,
+# *-gpu) is a CUDA base image; `docker run --gpus` / `--runtime nvidia` runs a CUDA container.
+_IMAGE_REF = re.compile(
+    r"""^\s*(?i:FROM):?\s+(?:--platform=\S+\s+)?["']?([^\s"']+)"""
+    r"""|^\s*-?\s*["']?(?:image|repository|imageName|image_name)["']?\s*:\s*["']?([^\s"'#]+/[^\s"'#]+)"""
+    r"""|\b[A-Z_]*IMAGE[A-Z_]*=["']?([^\s"';$]+/[^\s"';]+)"""
+    r"""|\bdocker\s+(?:run|pull|create)\b[^\n]*?\s([a-z0-9][\w.-]*/[\w./-]+(?::[\w.-]+)?)(?=\s|$)""",
+    re.MULTILINE,
+)
+_CUDA_TAG = re.compile(r"(?:^|[-_.])(?:cu(?:da)?\d{2,3}(?:\.\d+)*|cuda|gpu)(?:$|[-_.])")
+_DOCKER_GPUS = re.compile(
+    r"\bdocker\s+(?:container\s+)?(?:run|create)\b[^\n]*?\s--(?:gpus\b|runtime[ =]nvidia\b)"
+)
+_CUDA_INDEX = re.compile(r"/cu\d{2,3}\b|/cuda\b")
+# Round 7 (a class): a launcher's argv list built in Python (["accelerate", "launch", "--multi_gpu", ...],
+# ["torchrun", "--nproc_per_node", ...], [sys.executable, "-m", "torch.distributed.run", ...]).
+_ARGV_LAUNCHER = re.compile(
+    r"""\[\s*["'](?:torchrun|mpirun|deepspeed)["']\s*,|\[\s*["']accelerate["']\s*,\s*["']launch["']"""
+    r"""|["']-m["']\s*,\s*["']torch\.distributed\.(?:run|launch)["']"""
+)
+# Round 7 (a class): a CUDA extension the repository's own build declares (setup.py `CUDAExtension(name=
+# "pkg._fused", ...)`), imported by its code (`from . import _fused`): the compiled kernels are in use there.
+_DECLARED_EXT = re.compile(r"""\bCUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_IMPORTED = re.compile(
+    r"^[ \t]*(?:from\s+([\w.]*)\s+import\s+\(?([\w, \t]+)|import\s+([\w.]+))", re.MULTILINE
+)
+# Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
+# distribution its file name starts with.
+_WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
+_KBIT_PREP = ("calls peft.prepare_model_for_kbit_training", "calls peft.prepare_model_for_int8_training")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
 # detail, not findings of their own (one finding per concern).
 _COVERED_BY = {"accelerate-config": frozenset({"fsdp", "deepspeed-config"})}
@@ -225,6 +272,21 @@ def _holds_python(path: str) -> bool:
     return False
 
 
+def _declared_extensions(root: Path) -> frozenset[str]:
+    """Last parts of the CUDA extension modules the repository's setup.py files declare (`_fused` of
+    `sageattention._fused`), at most three folders down."""
+    names: set[str] = set()
+    for pattern in ("setup.py", "*/setup.py", "*/*/setup.py", "*/*/*/setup.py"):
+        for path in root.glob(pattern):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "CUDAExtension" in text:
+                names.update(m.group(1).rsplit(".", 1)[-1] for m in _DECLARED_EXT.finditer(text))
+    return frozenset(names)
+
+
 def declared_names(root: Path) -> frozenset[str]:
     """The distribution names the repository declares (setup.py `name=`, pyproject/setup.cfg `name =`)."""
     out: set[str] = set()
@@ -288,6 +350,17 @@ class _Scanner:
                 self.packages.setdefault(normalize(pkg), rule)
             for ext in rule.extensions:
                 self.extensions.setdefault(ext, rule)
+        # Round 7: one table of CUDA-only libraries for every file kind: a library rule's aliases (its repository,
+        # build targets) and top-level import names (exllamav2_kernels, punica_kernels) name it as well as its
+        # distribution does; names that count only in CUDA-named lists (tilelang) stay out.
+        only_cuda_lists = {normalize(p) for r in kb.code_rules for p in r.cuda_list_packages}
+        for rule in kb.code_rules:
+            if not rule.packages:
+                continue
+            names = [*rule.aliases, *(m for m in rule.imports if "." not in m)]
+            for name in names:
+                if normalize(name) not in only_cuda_lists:
+                    self.packages.setdefault(normalize(name), rule)
         self.ext_suffixes = tuple(self.extensions)
         self.cuda_list_packages = {
             normalize(pkg): rule for rule in kb.code_rules for pkg in rule.cuda_list_packages
@@ -309,6 +382,7 @@ class _Scanner:
             if normalize(name) in declared and normalize(name) in self.packages
         }
         self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
+        self.cuda_extensions = _declared_extensions(root)
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
         self.text_rules: list[tuple[CodeRule, re.Pattern[str], re.Pattern[str]]] = [
             (
@@ -381,7 +455,10 @@ class _Scanner:
             line = text.count("\n", 0, m.start()) + 1
             requirement_file = False
             find_links = False
-            for token in re.sub(r"\\\n", " ", m.group(1)).split():
+            cuda_index = _CUDA_INDEX.search(m.group(1)) is not None
+            args = re.sub(r"\\\n", " ", m.group(1))
+            args = re.sub(r"\[([^\]\n]*)\]", lambda b: "[" + re.sub(r"\s+", "", b.group(1)) + "]", args)
+            for token in args.split():
                 token = token.strip("'\"")
                 if find_links:  # --find-links .../whl/nightly/triton: a package's own wheel page
                     find_links = False
@@ -415,16 +492,114 @@ class _Scanner:
                 if token in ("-r", "--requirement"):
                     requirement_file = True
                     continue
+                wheel = _WHEEL_URL.search(token) if "://" in token else None
+                if wheel is not None:
+                    rule = self.package_rule(wheel.group(1))
+                    if rule is not None:
+                        self.findings.append(
+                            _finding(rule, f"installs {wheel.group(1)} from a wheel URL in {name}", rel, line)
+                        )
+                    continue
                 if "://" in token and "git+" in token:  # git+https://github.com/NVIDIA/apex.git@ref
                     token = _GIT_NAME.sub("", token.rsplit("/", 1)[-1])
+                local_extras = re.fullmatch(r"[./][\w./-]*\[([\w,.-]+)\]", token)
+                if (
+                    local_extras is not None
+                ):  # `pip install ".[bnb,peft]"`: the project's extras name libraries
+                    for extra in local_extras.group(1).split(","):
+                        rule = self.package_rule(extra) if extra else None
+                        if rule is not None:
+                            self.findings.append(
+                                _finding(rule, f"installs the extra {extra} ({token}) in {name}", rel, line)
+                            )
+                    continue
                 if token.startswith(("-", "$", ".", "/")) or "://" in token:
                     continue
                 n = _INSTALL_NAME.match(token)
                 if n is None:
                     continue
                 rule = self.package_rule(n.group(1), n.group(2) or "")
+                if (
+                    rule is None and cuda_index
+                ):  # `pip install tilelang -f .../whl/nightly/cu128/`: its CUDA build
+                    rule = self.cuda_list_packages.get(normalize(n.group(1)))
                 if rule is not None:
                     self.findings.append(_finding(rule, f"installs {token} in {name}", rel, line))
+
+    def library_named(self, name: str) -> CodeRule | None:
+        """The CUDA-only library a build target, image stage or checkout folder is named after
+        (`flash-attention-v2-cuda` -> flash-attn, `exllama-kernels-builder` -> gpu-quant-kernels), or None; the
+        repository's own packages are its own code."""
+        for candidate in dict.fromkeys((name, _NAME_SUFFIX.sub("", name))):
+            if not candidate or normalize(candidate) in self.local_names:
+                continue
+            rule = self.package_rule(candidate)
+            if rule is not None:
+                return rule
+        return None
+
+    def _builds(self, text: str, rel: str, name: str) -> None:
+        """Libraries built by name (`make build-megablocks`, an image stage `AS vllm-builder`) and checkouts put
+        on PYTHONPATH (round 7)."""
+        seen: set[tuple[str, int]] = set()
+        for m in _BUILD_NAME.finditer(text):
+            target = m.group(1) or m.group(2)
+            rule = self.library_named(target)
+            line = text.count("\n", 0, m.start()) + 1
+            if rule is not None and (rule.id, line) not in seen:
+                seen.add((rule.id, line))
+                self.findings.append(_finding(rule, f"builds {target} in {name}", rel, line))
+        if "PYTHONPATH" in text:
+            for m in _PYTHONPATH.finditer(text):
+                for part in re.split(r"[:/]", m.group(1)):
+                    rule = self.library_named(part) if re.fullmatch(r"[A-Za-z][\w.-]+", part) else None
+                    if rule is not None:
+                        line = text.count("\n", 0, m.start()) + 1
+                        self.findings.append(
+                            _finding(rule, f"puts {part} on PYTHONPATH in {name}", rel, line)
+                        )
+
+    def _images(self, text: str, rel: str, name: str, *, cuda_tags: bool) -> None:
+        """Images named after a CUDA-only engine, and (where `cuda_tags`: scripts, whose lines the image text
+        rule does not read) images whose tag says CUDA and `docker run --gpus` (round 7)."""
+        base = self.rules.get("cuda-base-image")
+        have = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        for m in _IMAGE_REF.finditer(text):
+            ref = next(g for g in m.groups() if g)
+            if "$" in ref:
+                continue  # an image named by a variable
+            if (
+                "neuron" in ref.lower()
+            ):  # a Neuron DLC or a Neuron build of an engine (neuronx-tgi, *-neuronx)
+                rule = self.rules.get(NEURON_PATH_RULE)
+                line = text.count("\n", 0, m.start()) + 1
+                if rule is not None and (rule.id, line) not in have:
+                    have.add((rule.id, line))
+                    self.findings.append(_finding(rule, f"runs the Neuron image {ref} in {name}", rel, line))
+                continue
+            path, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+            parts = path.split("/")
+            if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+                parts = parts[1:]  # a registry host
+            line = text.count("\n", 0, m.start()) + 1
+            for part in parts:
+                words = re.split(r"[-_.]", part)
+                rule = self.library_named(part) or (self.library_named(words[0]) if len(words) > 1 else None)
+                if rule is not None and (rule.id, line) not in have:
+                    have.add((rule.id, line))
+                    self.findings.append(_finding(rule, f"runs the image {ref} in {name}", rel, line))
+                    break
+            cuda = _CUDA_TAG.search(tag) is not None or any(_CUDA_TAG.search(p) for p in parts)
+            if cuda_tags and cuda and base is not None and (base.id, line) not in have:
+                have.add((base.id, line))
+                self.findings.append(_finding(base, f"a CUDA image {ref} in {name}", rel, line))
+        if cuda_tags and base is not None and "docker" in text:
+            for m in _DOCKER_GPUS.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                if (base.id, line) not in have:
+                    have.add((base.id, line))
+                    what = m.group(0).strip()[:80]
+                    self.findings.append(_finding(base, f"{what!r}: a CUDA container in {name}", rel, line))
 
     def _shell_python(self, text: str, rel: str, name: str) -> None:
         """Imports in Python run from a shell script (`python - <<'PY'`, `python -c "import x"`), and packages
@@ -442,6 +617,8 @@ class _Scanner:
             ]
         if bodies:
             for start, body, one_line in bodies:
+                if self._shell_python_rules(start, body, one_line, rel, name):
+                    continue
                 for imp in _HEREDOC_IMPORT.finditer(body):
                     module = imp.group(1) or imp.group(2)
                     if module.split(".", 1)[0] in self.local:
@@ -473,6 +650,22 @@ class _Scanner:
                         self.findings.append(
                             _finding(rule, f"installs {word} (loop over wheels) in {name}", rel, line)
                         )
+
+    def _shell_python_rules(self, start: int, body: str, one_line: bool, rel: str, name: str) -> bool:
+        """Round 7 (a class): Python run from a shell script or image (`python -c 'import torch;
+        print(torch.cuda.device_count())'`, heredocs) is Python: every Python rule applies, not only imports.
+        False when the body does not parse (its imports are then matched by pattern)."""
+        if one_line:  # `import torch; print(...)` split at its semicolons
+            body = "\n".join(part.strip() for part in body.split("\n"))
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        local = frozenset(self.local)
+        for rule_id, message, line in self.python.scan(tree, uses_torch="torch" in body, local=local):
+            at = start if one_line else start + line - 1
+            self.findings.append(_finding(self.rules[rule_id], f"{message} (Python in {name})", rel, at))
+        return True
 
     def _gate(self, rules: list[tuple[CodeRule, re.Pattern[str]]]) -> re.Pattern[str] | None:
         """One pattern of every literal of these rules (None when a rule has no literals: it always runs)."""
@@ -517,6 +710,7 @@ class _Scanner:
         spans: list[tuple[int, int]] = []
         if installs:
             self._installs(text, rel, name)
+            self._builds(text, rel, name)
             spans = [m.span(1) for m in _INSTALL.finditer(text)]
         covered: set[str] = set()
         found: list[Finding] = []
@@ -541,6 +735,18 @@ class _Scanner:
                     found.append(_finding(rule, f"{what[:80]!r} in {name}", rel, line))
                     covered |= _COVERED_BY.get(rule.id, frozenset())
         self.findings += [f for f in found if f.rule not in covered]
+
+    def _image_pass(self, text: str, rel: str, name: str) -> None:
+        """Image references and `docker run --gpus` in a non-Python file (after its text rules, so that a line
+        the image text rule found is not found twice)."""
+        containers = name.startswith(("Dockerfile", "Containerfile")) or name.endswith(
+            (".dockerfile", ".Dockerfile", ".def")
+        )
+        # the CUDA-image text rule reads Dockerfiles' FROM lines; other files' image references are read here
+        scripts = not containers
+        if "image" in text.lower() or "FROM" in text or "repository" in text or "docker" in text:
+            code = _blank_comments(text)
+            self._images(_resolve_args(code) if containers else code, rel, name, cuda_tags=scripts)
 
     def _library_extension(self, statement: str) -> CodeRule | None:
         """The rule of the library whose compiled extension `import causal_conv1d_cuda` is (round 5, from
@@ -579,6 +785,7 @@ class _Scanner:
             return
         if text_rules:
             self._text(text, rel, name)
+            self._image_pass(text, rel, name)
         if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
             self._config_targets(text, rel, name)
         if not dependency:
@@ -587,6 +794,18 @@ class _Scanner:
         if trouble is not None:
             self.findings.append(_info("unparsable-dependencies", f"{name} does not parse", trouble, rel))
         cuda_list = "cuda" in name.lower()
+        if ".whl" in text:
+            listed = set(found)
+            code = (
+                _blank_comments(text)
+                if name.endswith((".toml", ".txt", ".in", ".cfg", ".yml", ".yaml"))
+                else text
+            )
+            for m in _WHEEL_URL.finditer(code):
+                rule = self.package_rule(m.group(1))
+                at = code.count("\n", 0, m.start()) + 1
+                if rule is not None and (normalize(m.group(1)), at) not in listed:
+                    self.findings.append(_finding(rule, f"depends on {m.group(1)} (a wheel URL)", rel, at))
         for pkg, line in found:
             rule = self.package_rule(pkg)
             if rule is None and cuda_list:
@@ -629,6 +848,14 @@ class _Scanner:
         if self.text_names is not None and self.text_names.match(os.path.basename(rel)):
             self._text(text, rel, os.path.basename(rel))
         by_text = {(f.rule, f.line) for f in self.findings[before:]}
+        if self.cuda_extensions and not is_setup and "import" in text:
+            self._extension_imports(text, rel)
+        launcher = self.rules.get("gpu-launcher")
+        if launcher is not None and ("torchrun" in text or "launch" in text or "mpirun" in text):
+            m = _ARGV_LAUNCHER.search(_blank_comments(text))
+            if m is not None:
+                at = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, at))
         if "_available(" in text:
             self._availability_checks(text, rel)
         uses_torch = "torch" in text
@@ -648,13 +875,20 @@ class _Scanner:
         if self.library_self:
             outside = {n for n, folder in self.library_self.items() if not rel.startswith(folder)}
             local = frozenset(self.local).difference(outside) if outside else None
-        tpu_only = _tpu_only(text)
+        tpu_only = _tpu_only(text) and "neuron" not in rel.lower()  # lightning_neuron_patch.py is Neuron code
         guarded = "ImportError" in text or "_available(" in text or "find_spec" in text
-        for rule_id, message, line in self.python.scan(
-            tree, uses_torch=uses_torch, local=local, guarded=guarded
-        ):
+        hits = list(self.python.scan(tree, uses_torch=uses_torch, local=local, guarded=guarded))
+        # Round 7 (a class, from Qwen's GPTQ Q-LoRA): PEFT's k-bit preparation follows the quantiser the model was
+        # loaded with; in a file that builds a GPTQ/AWQ config and nothing of bitsandbytes, it is that path's step.
+        if any(r == "gpu-quant-kernels" and m.startswith("calls ") for r, m, _ in hits):
+            bnb = [m for r, m, _ in hits if r == "bitsandbytes"]
+            if bnb and all(m.startswith(_KBIT_PREP) for m in bnb):
+                hits = [h for h in hits if h[0] != "bitsandbytes"]
+        for rule_id, message, line in hits:
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
+            if rule_id == NEURON_PATH_RULE and message.startswith("compares with"):
+                continue  # `if device == "neuron":` dispatches between devices; the Neuron code is elsewhere
             if is_setup and rule_id in _BUILD_HOST_RULES:
                 continue  # setup.py probes the build host's GPU to choose what to compile (round 6)
             if (rule_id, line) in by_text and message.startswith("imports "):
@@ -665,6 +899,26 @@ class _Scanner:
                 rule = self.package_rule(pkg, extras)
                 if rule is not None:
                     self.findings.append(_finding(rule, f"setup.py requires {pkg}", rel, line))
+
+    def _extension_imports(self, text: str, rel: str) -> None:
+        """Imports of a CUDA extension module the repository builds (`from . import _fused`): cpp-extension."""
+        rule = self.rules.get("cpp-extension")
+        if rule is None:
+            return
+        code = _blank_comments(text)
+        for m in _IMPORTED.finditer(code):
+            if m.group(3) is not None:
+                names = [m.group(3).rsplit(".", 1)[-1]]
+            else:
+                names = [n.split(" as ")[0].strip() for n in m.group(2).split(",")]
+                names.append((m.group(1) or "").rsplit(".", 1)[-1])
+            hit = next((n for n in names if n in self.cuda_extensions), None)
+            if hit is not None:
+                line = code.count("\n", 0, m.start()) + 1
+                self.findings.append(
+                    _finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
+                )
+                return
 
     def _availability_checks(self, text: str, rel: str) -> None:
         """`if is_gptqmodel_available(): ...` switches on that optional dependency in this file (round 5, from

@@ -147,6 +147,9 @@ class CodeRule(_Row):
     # distribution names that count only in a requirements list named for CUDA (requirements/runtime_cuda.txt):
     # libraries that also target other devices but are that build's CUDA kernels there
     cuda_list_packages: tuple[str, ...] = ()
+    # other names the same library goes by: its repository (flash-attention, TransformerEngine), a build target or
+    # image stage (punica); round 7: looked up with `packages` wherever a file names a library to install or build
+    aliases: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
