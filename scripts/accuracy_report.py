@@ -251,13 +251,27 @@ def main() -> None:
         "",
     ]
     trn = [i for i, r in enumerate(rows_all) if r.chip.startswith(("trainium", "inferentia"))]
-    lines += ["AWS Trainium and Inferentia rows of the grown set, apart:", ""]
-    lines += ["| chip | rows | median APE (in-sample) | leave-one-source-out |", "|---|---:|---:|---:|"]
-    for chip in sorted({rows_all[i].chip for i in trn}):
+    lines += [
+        "AWS Trainium and Inferentia rows, apart: the grown set in sample and with each source held",
+        "out, and the held-out files (never fitted on):",
+        "",
+    ]
+    lines += [
+        "| chip | rows | median APE (in-sample) | leave-one-source-out | held-out rows | median APE (held out) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    held_trn: dict[str, list[float]] = defaultdict(list)
+    for p in hold_pred:
+        if p.row.chip.startswith(("trainium", "inferentia")) and p.ape is not None:
+            held_trn[p.row.chip].append(p.ape)
+    for chip in sorted({rows_all[i].chip for i in trn} | set(held_trn)):
         mine = [i for i in trn if rows_all[i].chip == chip]
         fit_c = [float(g_fit[i]) for i in mine if np.isfinite(g_fit[i])]
         loso_c = [float(g_loso[i]) for i in mine if np.isfinite(g_loso[i])]
-        lines.append(f"| {chip} | {len(fit_c)} | {_median(fit_c)} | {_median(loso_c)} |")
+        lines.append(
+            f"| {chip} | {len(fit_c)} | {_median(fit_c)} | {_median(loso_c)} | {len(held_trn[chip])} "
+            f"| {_median(held_trn[chip])} |"
+        )
     lines.append("")
 
     table: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -493,13 +507,15 @@ _NOTES = """
   batch x output / (TTFT + output x TPOT) of the same run); no model can match both numbers.
 - Serving stacks: the calibration is per (chip family, stack) where a stack has rows of its own
   (see "Serving and training stacks" above). TensorRT-LLM 0.5-0.6 (2023) rows are fitted apart
-  from the 0.17 and 1.0 rows; NeMo training rows apart from TensorRT-LLM serving rows. vLLM, SGLang
-  and the vLLM Neuron plugin have no published rows in the calibration set: their estimates take
-  the parameters of the stack they inherit from, and say so.
+  from the 0.17 and 1.0 rows; NeMo training rows apart from TensorRT-LLM serving rows; vLLM 0.2-0.4
+  (A100 rows from vLLM pull requests, 2023-24) as `vllm-legacy`. vLLM 0.6 and later, SGLang and the
+  vLLM Neuron plugin have no published rows in the calibration set: their estimates take the
+  parameters of the stack they inherit from, and say so.
 - Releases: `--engine trtllm@0.12` (or `vllm@0.2`) names one release. It takes the stack of the
-  release range that holds it (`releases` in `data/stacks.yaml`: TensorRT-LLM before 0.10 is the
-  2023 stack, fitted apart); a release with rows here gets that stack's fit and band, any other the
-  fit of its range's measured releases and a band widened as an inherited family's (1.5x, log).
+  release range that holds it (`releases` in `data/stacks.yaml`: TensorRT-LLM before 0.10 and vLLM
+  before 0.6 are stacks of their own, fitted apart where they have rows); a release with rows here
+  gets that stack's fit and band, any other the fit of its range's measured releases and a band
+  widened as an inherited family's (1.5x, log). A row's `engine_release` cell places it the same way.
 
 ## Mixture of experts
 
@@ -554,9 +570,15 @@ MoE terms live in `src/silica/perf/moe.py` and `src/silica/perf/kernels.py`; one
 - Under fp8 or fp4 training, attention runs at the chip's 16-bit peak: Transformer Engine's fused
   attention stays in 16 bits unless FP8 attention is asked for (off by default in NeMo).
 - Training attention runs at `attention_eff` times the matmul efficiency, as prefill does (a
-  flash-attention kernel, its backward pass above all, is slower than a large GEMM); the training
-  stacks' entries fit it where their rows see it (long sequences) and keep their family's pooled
-  value otherwise.
+  flash-attention kernel, its backward pass above all, is slower than a large GEMM). A training
+  stack's entry fits it only where some of its rows spend at least a third of their FLOPs on
+  attention (Llama 2 7B from 32K tokens on): at 4K-8K attention is a few percent of the step, and
+  a fit moved its speed freely to absorb other terms (without NeMo's long-sequence table, Hopper's
+  Megatron entry put it at twice the speed that table measures, and the table's rows came out 74%
+  off held out). An entry whose rows do not see it runs attention at its chips' published
+  flash-attention training speed (`training_attention` in `data/families.yaml`: FlashAttention-2's
+  335 TFLOP/s forward and backward on H100, 0.287 of the 16-bit peak counted Silica's way); one
+  without a published speed (Blackwell) fits it as before.
 - Context parallelism (the `cp` column; Megatron-Core `context_parallel_size`): each of cp ranks
   holds 1/cp of every sequence in every layer (matmuls, activations, hand-offs over seq / cp
   tokens); its queries attend to the whole causal sequence (the load-balanced split keeps half of

@@ -76,7 +76,12 @@ def _predicting(row: BenchmarkRow, family: str, units: set[str]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--refit", nargs="+", required=True, help="Entries or families the change reaches.")
+    parser.add_argument(
+        "--refit",
+        nargs="*",
+        default=[],
+        help="Entries or families a model change reaches (new rows are found).",
+    )
     parser.add_argument("--previous-loso", type=Path, required=True)
     parser.add_argument("--previous-files", type=Path, nargs="+", required=True)
     parser.add_argument("--published", default="../shared/benchmarks/published.csv")
