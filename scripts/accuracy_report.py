@@ -261,9 +261,9 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|",
     ]
     held_trn: dict[str, list[float]] = defaultdict(list)
-    for p in hold_pred:
-        if p.row.chip.startswith(("trainium", "inferentia")) and p.ape is not None:
-            held_trn[p.row.chip].append(p.ape)
+    for hp in hold_pred:
+        if hp.row.chip.startswith(("trainium", "inferentia")) and hp.ape is not None:
+            held_trn[hp.row.chip].append(hp.ape)
     for chip in sorted({rows_all[i].chip for i in trn} | set(held_trn)):
         mine = [i for i in trn if rows_all[i].chip == chip]
         fit_c = [float(g_fit[i]) for i in mine if np.isfinite(g_fit[i])]
