@@ -20,7 +20,7 @@ def test_there_are_bundled_files_to_fit_and_to_hold_out() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_rows_name_source_date_and_engine(path) -> None:
+def test_rows_name_source_date_and_engine(path: Path) -> None:
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert rows
@@ -32,7 +32,7 @@ def test_rows_name_source_date_and_engine(path) -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_every_row_is_predicted(path) -> None:
+def test_every_row_is_predicted(path: Path) -> None:
     predictions = predict_rows(read_benchmarks(path))
     skipped = [(p.row.id, p.skipped) for p in predictions if p.predicted is None]
     assert not skipped
