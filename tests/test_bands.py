@@ -51,7 +51,7 @@ def test_widened_band_holds_80_percent_of_new_sources() -> None:
     # The factor at which the held-out sources' rows come nearest 80% inside.
     inside, considered = F._held_out_hits(seen, sorted(set(seen.source)))
     coverage = inside[considered].mean(axis=0)
-    k = int(np.flatnonzero(F._WIDENINGS == widen)[0])
+    k = int(np.flatnonzero(widen == F._WIDENINGS)[0])
     assert abs(coverage[k] - F.BAND_TARGET) == np.abs(coverage - F.BAND_TARGET).min()
     assert 0.7 <= _coverage(F._widened(raw, widen), fresh) <= 0.92
 
