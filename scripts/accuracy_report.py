@@ -630,12 +630,17 @@ multiple of the hidden size (it rejects Llama 3's), so few rows are common to al
 
 Families without measurements (Trainium2 for most shapes, Trainium3, Volta, Inferentia1) take their
 parameters from the nearest measured family (`silica.perf.calibration.INHERITANCE`) and report a
-band widened by 1.5x in log space per generation of distance. Trainium2 has two rows here (NxD
-Inference, a newer software stack than the SDK 2.18 rows the Neuron parameters were fitted on):
-treat its figures as indicative. Trainium2 and Trainium3 do not inherit the SDK 2.18 attention
-penalty, because their inference stack ships a fused flash-attention prefill kernel
-(`INHERITED_OVERRIDES`, with its source); that rule was written with these two rows in view, so
-their error above is not an out-of-sample check.
+band widened by 1.5x in log space per generation of distance. Trainium2 has six rows in the fit
+set (NxD Inference: Llama 3.3 70B, Llama 3.1 405B, DeepSeek-V3; fewer than the 10 a family needs
+for a fit of its own, so they are predicted with Trainium1's parameters, in sample and out alike)
+and twelve held out (optimum-neuron's vLLM, six models): treat its figures as indicative.
+Trainium2 and Trainium3 do not inherit the SDK 2.18 attention penalty, because their inference
+stack ships a fused flash-attention prefill kernel (`INHERITED_OVERRIDES`, with its source); that
+rule was written with the first two rows in view. What the Trainium2 rows show: time to first
+token of mixture-of-experts models (DeepSeek-V3, Llama 4, Qwen3 MoE) is 10-50x slower than
+predicted, which no efficiency parameter explains (Qwen3-235B-A22B: 4.6 s for 1,500 tokens on 16
+chips, some 700x its active FLOPs at peak); the model lacks the term that makes MoE context
+encoding on these Neuron stacks that slow.
 """
 
 
