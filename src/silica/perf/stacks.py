@@ -22,6 +22,7 @@ __all__ = [
     "Stack",
     "default_stack",
     "load_stacks",
+    "release_stack",
     "resolve_stack",
     "stack_of_source",
 ]
@@ -187,6 +188,14 @@ def _release(name: str, version: str) -> Stack:
         unmeasured_release=not measured,
         release_note=note,
     )
+
+
+def release_stack(name: str, version: str) -> str:
+    """The stack one release of an engine runs as (`releases` in `data/stacks.yaml`); the engine
+    itself where it has no release table."""
+    if name not in _data().releases:
+        return name
+    return _release(name, version).name
 
 
 def resolve_stack(name: str | None, vendor: str, task: str, where: str) -> Stack:

@@ -54,6 +54,7 @@ class BenchmarkRow:
     cp: int | None = None  # context-parallel degree (training): ranks that split each sequence
     vp: int | None = None  # model chunks per pipeline stage (interleaved 1F1B), when the source states it
     engine: str = ""  # serving or training stack as the source names it (trtllm, nemo, nxdi, ...)
+    engine_release: str = ""  # the engine's release, where the source names one (0.3 for vLLM 0.3.x)
     as_of: str = ""
 
 
@@ -182,6 +183,7 @@ def read_benchmarks(path: str | Path) -> list[BenchmarkRow]:
                             cp=_int(raw, "cp", where),
                             vp=_int(raw, "vp", where),
                             engine=(raw.get("engine") or "").strip(),
+                            engine_release=(raw.get("engine_release") or "").strip(),
                             as_of=(raw.get("as_of") or "").strip(),
                         ),
                         where,

@@ -8,7 +8,7 @@ per-model or per-source term: the fitted numbers must carry over to measurements
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -24,6 +24,7 @@ from silica.perf.calibration import (
     FITTED_PARAM_NAMES,
     INHERITANCE,
     PARAM_BOUNDS,
+    TRAINING_ATTENTION,
     Calibration,
     FamilyParams,
 )
@@ -59,6 +60,10 @@ MIN_ROWS_FOR_BAND = 8
 MIN_STACK_ROWS = 20
 # Weight of the pull toward the family's pooled parameters, per parameter moved across its whole range.
 STACK_PRIOR = 0.3
+# A training row tells attention's speed apart from the rest of the step only where attention is at
+# least this share of its model FLOPs (Llama 2 7B: 7% at 4K tokens, 37% at 32K): below it, a 30%
+# change of attention speed moves the prediction by less than the rows' own scatter.
+ATTENTION_SHARE_SEEN = 1.0 / 3.0
 N_STARTS = 6
 
 
@@ -133,6 +138,7 @@ def fit_prepared(
     min_rows: int = 10,
     only: set[str] | None = None,
     base: dict[str, FamilyParams] | None = None,
+    keys: set[str] | None = None,
 ) -> tuple[dict[str, FamilyParams], dict[str, int], dict[str, dict[str, int]]]:
     """Fit every entry (of the families in `only`, if given) with at least `min_rows` rows in `mask`.
 
@@ -141,6 +147,11 @@ def fit_prepared(
     the family it inherits from (`INHERITANCE`; from `base` when that family is not refitted here):
     a parameter an entry's own rows cannot see (attention speed in training rows, per-sequence
     serving work on a chip measured only in training) stays where the better-measured entry put it.
+
+    `keys`: refit only these entries and take every other one from `base` as it stands, where the
+    caller knows that entry's rows and the model that predicts them are those `base` was fitted on
+    (the fit is deterministic, so a refit would return it unchanged): a refit after a change that
+    touches a few entries (`scripts/refit_entries.py`).
     """
     from scipy.optimize import least_squares  # heavy; only the fit needs it
 
@@ -153,18 +164,30 @@ def fit_prepared(
     lo, hi = _bounds()
     units = _fit_units(prepared, catalog, mask)
     moe_rows = _moe_rows(prepared)
+    attention_seen = _attention_seen(prepared)
     # Pooled entries first, parents before the families that inherit from them; then stacks.
     for key, idx in sorted(units.items(), key=lambda kv: ("/" in kv[0], _depth(kv[0]), kv[0])):
         if idx.size < min_rows or (only is not None and family_of(key) not in only):
             continue
+        if keys is not None and key not in keys:
+            if base is None or key not in base:
+                raise ValueError(f"{key} is not refitted and has no parameters in base")
+            fitted[key], counts[key] = base[key], int(idx.size)
+            stacks[key] = _tally(groups, idx)
+            continue
 
         pooled = _anchor(key, fitted, base or {})
         anchor = None if pooled is None else _to_x(pooled)
+        tie = _training_attention_tie(key, idx, prepared, attention_seen)
 
         def residuals(
-            x: Array, key: str = key, idx: NDArray[np.intp] = idx, anchor: Array | None = anchor
+            x: Array,
+            key: str = key,
+            idx: NDArray[np.intp] = idx,
+            anchor: Array | None = anchor,
+            tie: Tie = tie,
         ) -> Array:
-            cal = _candidate({key: _from_x(x)})
+            cal = _candidate({key: tie(_from_x(x))})
             pred = prepared.predict(cal, only={key})[idx]
             r = np.log(pred / measured[idx])
             r = np.where(np.isfinite(r), r, 0.0)
@@ -186,13 +209,69 @@ def fit_prepared(
             if best is None or result.cost < best.cost:
                 best = result
         assert best is not None
-        fitted[key] = _unseen_kept(_from_x(best.x), idx, moe_rows, pooled)
+        fitted[key] = _unseen_kept(tie(_from_x(best.x)), idx, moe_rows, pooled)
         counts[key] = int(idx.size)
-        tally: dict[str, int] = defaultdict(int)
-        for i in idx:
-            tally[groups[i] or "unnamed"] += 1
-        stacks[key] = dict(sorted(tally.items()))
+        stacks[key] = _tally(groups, idx)
     return fitted, counts, stacks
+
+
+def _tally(groups: Sequence[str], idx: NDArray[np.intp]) -> dict[str, int]:
+    """Rows of each stack group among `idx`."""
+    tally: dict[str, int] = defaultdict(int)
+    for i in idx:
+        tally[groups[i] or "unnamed"] += 1
+    return dict(sorted(tally.items()))
+
+
+Tie = Callable[[FamilyParams], FamilyParams]
+
+
+def _untied(p: FamilyParams) -> FamilyParams:
+    return p
+
+
+def _attention_seen(prepared: Prepared) -> NDArray[np.bool_]:
+    """Which training rows spend at least `ATTENTION_SHARE_SEEN` of their model FLOPs on attention
+    (causal, 6N per token plus attention, the MFU convention): the rows that see its speed."""
+    from silica.perf.kernels import ModelCosts
+
+    seen = np.zeros(len(prepared.rows), dtype=bool)
+    for g in prepared.groups:
+        if g.kind != "training":
+            continue
+        c = ModelCosts.of(g.model)
+        for i in g.rows:
+            seq = prepared.rows[i].seq_len or 0
+            attention = 3.0 * float(
+                c.attention_flops(np.asarray(1.0), np.asarray(seq / 2.0), np.asarray(c.n_heads))
+            )
+            seen[i] = attention >= ATTENTION_SHARE_SEEN * (6.0 * c.matmul_params + attention)
+    return seen
+
+
+def _training_attention_tie(
+    key: str, idx: NDArray[np.intp], prepared: Prepared, attention_seen: NDArray[np.bool_]
+) -> Tie:
+    """How a training stack's entry sets `attention_eff` when none of its rows sees attention's speed.
+
+    Such rows (short sequences) leave the speed of the flash-attention kernel free to absorb other
+    terms: without NeMo's long-sequence table, Hopper's Megatron entry drifted to twice the speed
+    that table measures. Where the family's chips have a published kernel speed
+    (`TRAINING_ATTENTION`, a fraction of the 16-bit peak), attention then runs at it: `attention_eff`
+    is that fraction over `compute_eff_max` (training attention runs at `attention_eff` times the
+    matmul efficiency). Any other entry fits it as before.
+    """
+    family = family_of(key)
+    training = all(prepared.rows[i].task == "training" for i in idx)
+    if "/" not in key or not training or family not in TRAINING_ATTENTION or attention_seen[idx].any():
+        return _untied
+    speed = TRAINING_ATTENTION[family][0]
+    low, high = PARAM_BOUNDS["attention_eff"]
+
+    def tie(p: FamilyParams) -> FamilyParams:
+        return replace(p, attention_eff=float(np.clip(speed / p.compute_eff_max, low, high)))
+
+    return tie
 
 
 def _moe_rows(prepared: Prepared) -> NDArray[np.bool_]:
@@ -395,11 +474,16 @@ def _widened(
 BAND_TARGET = 0.8
 # Widening factors tried (log space, around the median), smallest first. Below 1 narrows: a family
 # whose sources agree more than the pooled p10-p90 says gets a band that holds 80%, not all, of them.
-_WIDENINGS = np.round(np.arange(0.5, 4.0001, 0.05), 2)
+_WIDENINGS = np.round(np.arange(0.25, 4.0001, 0.05), 2)
 # A family sizes its own widening once this many of its rows, from this many sources, were held out
-# (fewer say little about how a new source of that family falls); else it takes the overall one.
+# and no one source holds more than `MAX_SOURCE_SHARE` of them; else it takes the overall one. Fewer
+# rows or sources say little about how a new source of that family falls; and where one source holds
+# most rows (L40S: 39 of 46 from one table), holding it out leaves the family too few rows for a band
+# of its own, its rows fall in a band that no widening of the family's moves, and the factor would
+# be sized on the handful of rows left.
 MIN_ROWS_FOR_OWN_WIDENING = 20
 MIN_SOURCES_FOR_OWN_WIDENING = 3
+MAX_SOURCE_SHARE = 0.5
 
 
 def _held_out_hits(res: _Residuals, sources: Sequence[str]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
@@ -422,34 +506,45 @@ def _held_out_hits(res: _Residuals, sources: Sequence[str]) -> tuple[NDArray[np.
     return inside, considered
 
 
-def _smallest_widening(hits: NDArray[np.bool_]) -> float:
-    """The smallest widening at which `BAND_TARGET` of these rows (rows x widenings) fall inside."""
+def _nearest_widening(hits: NDArray[np.bool_]) -> float:
+    """The widening at which the share of these rows (rows x widenings) inside their bands comes
+    nearest `BAND_TARGET`; of equally near ones, the narrowest."""
     if hits.shape[0] == 0:
         return 1.0
-    ok = np.flatnonzero(hits.mean(axis=0) >= BAND_TARGET)
-    return float(_WIDENINGS[ok[0]] if ok.size else _WIDENINGS[-1])
+    miss = np.abs(hits.mean(axis=0) - BAND_TARGET)
+    return float(_WIDENINGS[int(np.flatnonzero(miss <= miss.min() + 1e-12)[0])])
 
 
 def _choose_widenings(res: _Residuals, sources: Sequence[str]) -> dict[str, float]:
-    """Per chip family, the smallest widening at which the family's rows of each of `sources`, held
-    out in turn, have `BAND_TARGET` of them inside bands sized on the rest (split-conformal
-    calibration over sources); "*": the same over every family's rows, for families with too few
-    rows or sources to size their own (`MIN_ROWS_FOR_OWN_WIDENING`, `MIN_SOURCES_FOR_OWN_WIDENING`).
+    """Per chip family, the widening at which the family's rows of each of `sources`, held out in
+    turn against bands sized on the rest, come nearest `BAND_TARGET` inside, pooled over the rows
+    (split-conformal calibration over sources); "*": the same over every family's rows, for the
+    families that cannot size their own (`_sizes_own_widening`).
 
     One factor for every family held 93-100% of most families' held-out rows and 40% of L40S's:
-    the families' spreads differ, so each is sized on its own rows where it has enough.
+    the families' spreads differ, so each is sized on its own rows where it has enough. The nearest
+    factor, not the smallest reaching the target: the smallest one overshoots wherever the coverage
+    jumps past 80% in one step, as it does with few sources.
     """
     inside, considered = _held_out_hits(res, sources)
-    out = {"*": _smallest_widening(inside[considered])}
+    out = {"*": _nearest_widening(inside[considered])}
     family, names = np.asarray(res.family), np.asarray(res.source)
     for f in sorted(set(family[considered].tolist())):
         rows = considered & (family == f)
-        if (
-            rows.sum() >= MIN_ROWS_FOR_OWN_WIDENING
-            and len(set(names[rows].tolist())) >= MIN_SOURCES_FOR_OWN_WIDENING
-        ):
-            out[f] = _smallest_widening(inside[rows])
+        if _sizes_own_widening(names[rows].tolist()):
+            out[f] = _nearest_widening(inside[rows])
     return out
+
+
+def _sizes_own_widening(sources: Sequence[str]) -> bool:
+    """Whether a family whose held-out rows come from `sources` (one entry per row) sizes its own
+    widening: enough rows, from enough sources, none holding more than `MAX_SOURCE_SHARE`."""
+    counts = list(Counter(sources).values())
+    return (
+        len(sources) >= MIN_ROWS_FOR_OWN_WIDENING
+        and len(counts) >= MIN_SOURCES_FOR_OWN_WIDENING
+        and max(counts) <= MAX_SOURCE_SHARE * len(sources)
+    )
 
 
 def _choose_widening(res: _Residuals, sources: Sequence[str]) -> float:
@@ -465,8 +560,8 @@ def band_table(
     `predicted` should be out of sample (leave-one-source-out). The p10-p90 of those residuals,
     weighted so each source counts once, still covers fewer than 80% of a *new* source's rows: its
     bias is shared by all its rows. So the band is widened (in log space, around its median) by the
-    smallest factor at which every source, held out in turn, has 80% of its rows inside the band
-    sized on the others; per chip family where the family has rows enough (`_choose_widenings`).
+    factor at which the rows, each source held out in turn against the band sized on the others,
+    come nearest 80% inside; per chip family where the family can size its own (`_choose_widenings`).
     Returns the bands and the factors ("*": the families without one of their own).
     """
     res = _residuals(prepared, predicted, catalog)
@@ -631,9 +726,10 @@ def with_bands(
         shipped,
         band_note=(
             "p10-p90 of measured/predicted, each predicted by a fit without its source, each source "
-            f"weighted alike, widened (log, around the median) so that a held-out source has 80% of its "
-            f"rows inside: per family where it has {MIN_ROWS_FOR_OWN_WIDENING} rows from "
-            f"{MIN_SOURCES_FOR_OWN_WIDENING} sources ({own or 'none'}), else {widen:g}x"
+            f"weighted alike, widened (log, around the median) so that the rows of each source held out "
+            f"come nearest 80% inside: per family where it has {MIN_ROWS_FOR_OWN_WIDENING} rows from "
+            f"{MIN_SOURCES_FOR_OWN_WIDENING} sources, none holding over {MAX_SOURCE_SHARE:.0%} of them "
+            f"({own or 'none'}), else {widen:g}x"
         ),
         band_widening=widen,
         band_widening_by_family={f: w for f, w in sorted(widenings.items()) if f != "*"},

@@ -30,7 +30,7 @@ from silica.models.spec import ModelSpec
 from silica.perf.calibration import DEFAULT_PARAMS, Calibration, FamilyParams, clip_band, load_calibration
 from silica.perf.kernels import TrainStep
 from silica.perf.precision import precision
-from silica.perf.stacks import default_stack, load_stacks, stack_of_source
+from silica.perf.stacks import default_stack, load_stacks, release_stack, stack_of_source
 from silica.plan.grid import BATCHES, Grid
 from silica.plan.inference_search import evaluate_inference
 from silica.plan.targets import Target
@@ -115,8 +115,12 @@ def _single_chip(chip: Chip) -> Instance:
 
 
 def row_stack(row: BenchmarkRow) -> str:
-    """The serving or training stack a row was measured on: its `engine` cell, else its source's."""
-    return row.engine.strip().lower() or stack_of_source(row.source)
+    """The serving or training stack a row was measured on: its `engine` cell, else its source's; with
+    an `engine_release` cell, the stack of that release's range (`--engine NAME@VERSION`)."""
+    engine = row.engine.strip().lower()
+    if engine and row.engine_release:
+        return release_stack(engine, row.engine_release)
+    return engine or stack_of_source(row.source)
 
 
 def _balanced(row: BenchmarkRow) -> bool:
