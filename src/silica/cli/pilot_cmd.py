@@ -495,6 +495,12 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
         typer.echo(f"  band {metric}: {lo:.3g}-{hi:.3g}x of the estimate ({entry['band_notes'][metric]})")
     for why in entry["fitted_on"].get("left_out", []):
         typer.echo(f"  left out {why}")
+    if fe := entry.get("front_end"):
+        lo, hi = fe["spread_ms"]
+        typer.echo(
+            f"  front end (client minus engine TTFT): median {fe['median_ms']:.3g} ms, {lo:.3g}-{hi:.3g} ms over "
+            f"{len(fe['steps'])} step(s); the monitor takes it off the model's TTFT for engine-side histograms"
+        )
     typer.echo(
         f"  applies to estimates on {entry['family']} with --engine {entry['engine']} "
         f"(e.g. silica estimate MODEL --on INSTANCE --engine {entry['engine']})"
