@@ -131,7 +131,11 @@ def _plan(
         s
         for s in result["steps"]
         if s["mode"] == "closed"
-        and (s["concurrency"] in fit_on or (s.get("input_len") or n) != n or (keep_c1 and s["concurrency"] == 1))
+        and (
+            s["concurrency"] in fit_on
+            or (s.get("input_len") or n) != n
+            or (keep_c1 and s["concurrency"] == 1)
+        )
     ]
     result["plan"]["deployed"]["model"] = str(DATA / "tiny-llama.json")  # where the config is now
     (tmp / "fit.json").write_text(json.dumps(result))
@@ -275,8 +279,6 @@ def test_a_plan_whose_model_cannot_be_estimated_again_says_so(
     assert all(d["against"] == "plan" for d in dep["drift"])
 
 
-
-
 def test_an_engine_side_ttft_is_judged_against_the_model_minus_the_pilots_front_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -315,13 +317,14 @@ def test_an_engine_side_ttft_is_judged_against_the_model_minus_the_pilots_front_
     assert light.ttft_ms is not None
     assert w["expected_ttft_ms"] == pytest.approx(light.ttft_ms - w["ttft_front_end_ms"])
     ratio = w["ttft"]["p50_ms"] / w["expected_ttft_ms"]
-    assert 0.9 < ratio < 1.15  # 1.05 recorded
+    assert 0.9 < ratio < 1.1  # 1.00 recorded
     assert dep["drift"] == []
-    # A wrong model (twice the per-request time) is flagged, against the window's load.
+    # A wrong model (twice the per-request time) is flagged, against the window's load; the overlay
+    # is rewritten in place, as a new `calibrate --from-pilot` would, and the monitor reads the new one.
     body = json.loads(overlay.read_text())
     body["entries"][0]["params"]["request_overhead_us"] *= 2
-    (tmp_path / "wrong.json").write_text(json.dumps(body))
-    wrong = _report(tmp_path, tmp_path / "wrong.json", window, monkeypatch, recording=ENGINE_RUN)
+    overlay.write_text(json.dumps(body))
+    wrong = _report(tmp_path, overlay, window, monkeypatch, recording=ENGINE_RUN)
     [ttft] = [d for d in wrong["drift"] if d["figure"] == "ttft_ms"]
     assert ttft["against"] == "load" and ttft["direction"] == "faster"
 

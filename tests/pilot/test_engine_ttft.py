@@ -157,7 +157,9 @@ def test_calibrate_records_the_time_outside_the_engine_per_step() -> None:
         (s["concurrency"], s["input_len"]) for s in steps
     ]
     for kept, s in zip(fe["steps"], steps, strict=True):
-        assert kept["front_end_ms"] == pytest.approx(s["ttft_ms"]["mean"] - s["engine"]["ttft_mean_ms"], abs=1e-3)
+        assert kept["front_end_ms"] == pytest.approx(
+            s["ttft_ms"]["mean"] - s["engine"]["ttft_mean_ms"], abs=1e-3
+        )
     values = sorted(s["front_end_ms"] for s in fe["steps"])
     assert fe["median_ms"] == pytest.approx((values[2] + values[3]) / 2, abs=1e-3)
     assert fe["spread_ms"] == [values[0], values[-1]]

@@ -41,7 +41,16 @@ def expected_at(
         return None, None
     return _estimate(plan.model, plan.instance, plan.tp, plan.engine, max(1, round(concurrency)),
                      round(input_len), round(output_len), plan.calibration,
-                     plan.calibration_overlay)  # fmt: skip
+                     plan.calibration_overlay, _mtime(plan.calibration_overlay))  # fmt: skip
+
+
+def _mtime(path: str | None) -> float | None:
+    """The overlay file's modification time, part of the cache key: an overlay rewritten in place
+    (a new `calibrate --from-pilot`) must not be answered from the old one's estimates."""
+    try:
+        return Path(path).stat().st_mtime_ns / 1e9 if path else None
+    except OSError:
+        return None
 
 
 @lru_cache(maxsize=1024)
@@ -55,6 +64,7 @@ def _estimate(
     output_len: int,
     calibration: str | None = None,
     overlay: str | None = None,
+    overlay_mtime: float | None = None,  # the cache key only
 ) -> tuple[float | None, float | None]:
     from silica.perf.calibration import load_calibration
     from silica.perf.overlay import with_user_overlay
