@@ -164,6 +164,12 @@ def test_calibrate_records_the_time_outside_the_engine_per_step() -> None:
     assert fe["median_ms"] == pytest.approx((values[2] + values[3]) / 2, abs=1e-3)
     assert fe["spread_ms"] == [values[0], values[-1]]
     assert 3.0 < values[0] < values[-1] < 12.0  # docs/pilot.md's table: 3.4 to 10.8 ms
+    for kept, s in zip(fe["steps"], steps, strict=True):  # and of the p50s, what the monitor uses
+        assert kept["front_end_p50_ms"] == pytest.approx(
+            s["ttft_ms"]["p50"] - s["engine"]["ttft_p50_ms"], abs=1e-3
+        )
+    p50s = sorted(s["front_end_p50_ms"] for s in fe["steps"])
+    assert fe["median_p50_ms"] == pytest.approx((p50s[2] + p50s[3]) / 2, abs=1e-3)
 
 
 def test_a_pilot_without_the_engines_ttft_records_no_front_end() -> None:

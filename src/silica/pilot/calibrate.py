@@ -205,12 +205,17 @@ def front_end(result: dict[str, Any], max_batch: int, input_len: int) -> dict[st
     if not steps:
         return None
     values = [s["front_end_ms"] for s in steps]
-    return {
-        "what": "client TTFT minus the engine's own (difference of the means), per step",
+    p50s = [s["front_end_p50_ms"] for s in steps if "front_end_p50_ms" in s]
+    out: dict[str, Any] = {
+        "what": "client TTFT minus the engine's own per step: difference of the means (front_end_ms) and of the p50s",
         "steps": steps,
         "median_ms": round(statistics.median(values), 3),
         "spread_ms": [round(min(values), 3), round(max(values), 3)],
     }
+    if p50s:
+        out["median_p50_ms"] = round(statistics.median(p50s), 3)
+        out["spread_p50_ms"] = [round(min(p50s), 3), round(max(p50s), 3)]
+    return out
 
 
 def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None = None) -> OverlayEntry:
