@@ -103,6 +103,11 @@ def engine_side_front_end(plan: Planned, concurrency: float | None) -> tuple[flo
     entry = _overlay_entry(plan)
     if entry is None:
         return None, None
+    if entry.get("ttft_side") == "engine":  # `calibrate --from-monitor`: fitted on engine-side p50s
+        return 0.0, (
+            "engine-side TTFT: the overlay was fitted on the engine's own TTFT histograms (production "
+            "windows), so no front end is taken off; judged on the window's p50 as the fit's p50s"
+        )
     fe = entry.get("front_end")
     steps = [s for s in (fe or {}).get("steps", []) if _positive(s.get("concurrency"))]
     values = [s.get("front_end_p50_ms") for s in steps]
