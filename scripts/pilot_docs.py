@@ -166,6 +166,11 @@ def ttft_block() -> str:
     splits += [
         ("later run (live scraper)", t) for t in ttft_split(sweep["steps"], sweep["plan"]["input_len"])
     ]
+    engine_run = json.loads((VLLM_RUN / "pilot-engine.json").read_text())
+    splits += [
+        ("engine run (live scraper, recorded)", t)
+        for t in ttft_split(engine_run["steps"], engine_run["plan"]["input_len"])
+    ]
     rows = [
         "| run | step | client TTFT mean | vLLM TTFT mean (first tokens) | client p50 | vLLM p50 | outside the engine (mean) |",
         "|---|---|---|---|---|---|---|",

@@ -61,6 +61,7 @@ SLOW_TESTS = frozenset(
         "test_piped_models_listing_is_tsv_and_csv_loads_in_pandas",
         "test_kit_carries_the_estimated_layout",
         "test_docs_monitor_block_is_up_to_date",
+        "test_docs_real_vllm_block_is_up_to_date",
         "test_windows_are_stored_and_history_shows_them",
         "test_steady_production_windows_move_the_overlay",
         "test_production_30_percent_slower_is_flagged_in_its_window",

@@ -30,6 +30,7 @@ from silica.workload import Deployment, InferenceWorkload
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "monitor" / "vllm-cpu"
 RECORDING = DATA / "vllm-0.32.0-cpu.prom"
+ENGINE_RUN = DATA / "vllm-0.32.0-cpu-engine.prom"  # a later run that kept vLLM's TTFT per step
 META: dict[str, Any] = json.loads((DATA / "recording.json").read_text())
 
 
@@ -38,7 +39,11 @@ def _steps(name: str) -> list[dict[str, Any]]:
 
 
 def _series(name: str, a: float, b: float) -> list[tuple[float, float]]:
-    tel = read_file(RECORDING)
+    return _series_of(RECORDING, name, a, b)
+
+
+def _series_of(path: Path, name: str, a: float, b: float) -> list[tuple[float, float]]:
+    tel = read_file(path)
     return [
         (t, v)
         for s in tel.series
@@ -114,21 +119,41 @@ def test_the_pilots_prompts_get_no_prefix_cache_hits() -> None:
     assert queries[-1][1] > 100_000 and {v for _, v in hits} == {0.0}
 
 
-def _plan(tmp: Path, fit_on: list[int]) -> tuple[Path, Path, dict[str, Any]]:
-    """calibrate --from-pilot on the chosen closed-loop steps, then the plan estimated with it."""
-    result = json.loads((DATA / "pilot-steps.json").read_text())
-    result["steps"] = [s for s in result["steps"] if s["mode"] == "closed" and s["concurrency"] in fit_on]
+def _plan(
+    tmp: Path, fit_on: list[int], name: str = "pilot-steps.json", *, keep_c1: bool = False
+) -> tuple[Path, Path, dict[str, Any]]:
+    """calibrate --from-pilot on the chosen closed-loop steps, then the plan estimated with it. The
+    sweep's steps (at 1 in flight, other prompt lengths) are kept; the 64-token step at 1 in flight
+    only with `keep_c1`."""
+    result = json.loads((DATA / name).read_text())
+    n = result["plan"]["input_len"]
+    result["steps"] = [
+        s
+        for s in result["steps"]
+        if s["mode"] == "closed"
+        and (
+            s["concurrency"] in fit_on
+            or (s.get("input_len") or n) != n
+            or (keep_c1 and s["concurrency"] == 1)
+        )
+    ]
     result["plan"]["deployed"]["model"] = str(DATA / "tiny-llama.json")  # where the config is now
     (tmp / "fit.json").write_text(json.dumps(result))
     overlay = tmp / "overlay.json"
     code, out, err = run("calibrate", "--from-pilot", str(tmp / "fit.json"), "--out", str(overlay))
     assert code == 0, err
-    assert "band tpot_ms: " in out and "band ttft_ms: 0.5-2x" in out
+    assert "band tpot_ms: " in out and "band ttft_ms: " in out
     return tmp / "fit.json", overlay, json.loads(overlay.read_text())["entries"][0]
 
 
 def _report(
-    tmp: Path, overlay: Path, window: list[float], monkeypatch: pytest.MonkeyPatch, *, repoint: bool = True
+    tmp: Path,
+    overlay: Path,
+    window: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    repoint: bool = True,
+    recording: Path = RECORDING,
 ) -> dict[str, Any]:
     monkeypatch.setenv("SILICA_CALIBRATION_OVERLAY", str(overlay))
     model = str(DATA / "tiny-llama.json")
@@ -146,7 +171,7 @@ def _report(
     monkeypatch.delenv("SILICA_CALIBRATION_OVERLAY")  # the report must take it from the plan
     a, b = window
     code, out, err = run(
-        "monitor", "report", "--plan", f"tiny={plan}", "--from", f"tiny={RECORDING}", "--since", str(a),
+        "monitor", "report", "--plan", f"tiny={plan}", "--from", f"tiny={recording}", "--since", str(a),
         "--until", str(b), "--window", f"{round(b - a)}s", "--json", "--no-store",
     )  # fmt: skip
     assert code == 0, err
@@ -196,6 +221,11 @@ def test_a_light_load_window_running_as_the_fitted_model_predicts_shows_no_drift
     )
     assert w["expected_tpot_ms"] == pytest.approx(light.tpot_ms)  # the overlay's model at batch 1
     assert w["expected_ttft_ms"] == pytest.approx(light.ttft_ms)
+    # This run's pilot kept no engine TTFT per step, so the overlay has no front end: today's
+    # client-side expectation, which the window says, and vLLM's own histogram runs below it.
+    assert w["ttft_front_end_ms"] is None
+    assert w["ttft_note"].startswith("client-side TTFT expectation: the overlay has no engine-side")
+    assert 0.7 < w["ttft"]["mean_ms"] / w["expected_ttft_ms"] < 0.8  # 6.01 / 8.16 ms
     assert dep["drift"] == []
     tpot_ratio = w["tpot"]["mean_ms"] / w["expected_tpot_ms"]
     assert lo < tpot_ratio < hi and not 0.83 <= tpot_ratio <= 1.0  # outside Ada's published band
@@ -247,3 +277,70 @@ def test_a_plan_whose_model_cannot_be_estimated_again_says_so(
     assert dep["windows"][0]["expected_tpot_ms"] is None
     assert any("no estimate of 'tiny-llama' on g6e.xlarge" in m for m in dep["missing"])
     assert all(d["against"] == "plan" for d in dep["drift"])
+
+
+def test_an_engine_side_ttft_is_judged_against_the_model_minus_the_pilots_front_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like for like: the window's TTFT is vLLM's own histogram, which starts when the API server has
+    the request; the model is fitted to the client's TTFT. A later run kept vLLM's TTFT per step and a
+    prompt sweep (16 and 48 tokens at 1 in flight), with `/metrics` recorded around its 1-in-flight
+    step (recording.json, `runs.engine`). `calibrate --from-pilot` on the whole run records the front
+    end per step (client minus engine TTFT) and fits the per-request time on the three prompt lengths
+    at 1 in flight, so the TTFT band comes from their residuals (two degrees of freedom), not the
+    0.5-2x default. The monitor takes the front end measured at 1 in flight off the model's TTFT and
+    judges the window's p50 against it: on the model, and a model with twice the per-request time is
+    flagged. The 64-token step at 1 in flight is among the fitted steps (its client p50); the window's
+    engine histogram is not: the next test holds that step out."""
+    window = META["windows"]["engine_c1"]
+    running = [v for _, v in _series_of(ENGINE_RUN, "vllm:num_requests_running", *window)]
+    assert running and max(running) == 1  # the premise: the 1-in-flight step only
+    _, overlay, entry = _plan(tmp_path, [2, 4, 8], "pilot-engine.json", keep_c1=True)
+    fe = entry["front_end"]
+    assert len(fe["steps"]) == 6 and all(s["front_end_ms"] > 0 for s in fe["steps"])
+    lo, hi = entry["bands"]["ttft_ms"]
+    assert entry["band_notes"]["ttft_ms"].startswith("3 steps, 1 fitted")  # 16, 48, 64 tokens at 1
+    assert 0.6 < lo < 0.9 and 1.1 < hi < 1.6  # from residuals: inside the 0.5-2x default
+    dep = _report(tmp_path, overlay, window, monkeypatch, recording=ENGINE_RUN)
+    [w] = dep["windows"]
+    assert w["concurrency"] == pytest.approx(1.0, abs=0.25) and w["input_len"] == pytest.approx(64, abs=1)
+    at_1 = [s["front_end_p50_ms"] for s in fe["steps"] if s["concurrency"] == 1]
+    assert w["ttft_front_end_ms"] == pytest.approx(sorted(at_1)[1])  # the median of the three at 1
+    assert w["ttft_note"].startswith("engine-side TTFT: model minus the pilot's measured front end")
+    light = estimate(
+        DATA / "tiny-llama.json",
+        InferenceWorkload(input_len=64, output_len=32, batch=1),
+        Deployment(instance="g6e.xlarge", tp=1),
+        engine="vllm",
+        calibration=_with_overlay(overlay),
+    )
+    assert light.ttft_ms is not None
+    assert w["expected_ttft_ms"] == pytest.approx(light.ttft_ms - w["ttft_front_end_ms"])
+    ratio = w["ttft"]["p50_ms"] / w["expected_ttft_ms"]
+    assert 0.9 < ratio < 1.1  # 1.00 recorded
+    assert dep["drift"] == []
+    # A wrong model (twice the per-request time) is flagged, against the window's load; the overlay
+    # is rewritten in place, as a new `calibrate --from-pilot` would, and the monitor reads the new one.
+    body = json.loads(overlay.read_text())
+    body["entries"][0]["params"]["request_overhead_us"] *= 2
+    overlay.write_text(json.dumps(body))
+    wrong = _report(tmp_path, overlay, window, monkeypatch, recording=ENGINE_RUN)
+    [ttft] = [d for d in wrong["drift"] if d["figure"] == "ttft_ms"]
+    assert ttft["against"] == "load" and ttft["direction"] == "faster"
+
+
+def test_the_same_window_with_its_step_held_out_of_the_fit_is_on_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fitted without the 64-token step at 1 in flight (2, 4, 8 in flight and the sweep's 16 and 48
+    tokens), the per-request time rests on two prompt lengths: one degree of freedom, so a wider band
+    from their residuals, and the window's engine-side p50 still lands on the model."""
+    _, overlay, entry = _plan(tmp_path, [2, 4, 8], "pilot-engine.json")
+    assert entry["band_notes"]["ttft_ms"].startswith("2 steps, 1 fitted")
+    lo, hi = entry["bands"]["ttft_ms"]
+    assert 0.5 < lo < 0.6 and 1.7 < hi < 2.0
+    dep = _report(tmp_path, overlay, META["windows"]["engine_c1"], monkeypatch, recording=ENGINE_RUN)
+    [w] = dep["windows"]
+    ratio = w["ttft"]["p50_ms"] / w["expected_ttft_ms"]
+    assert 0.9 < ratio < 1.1  # 1.00 recorded
+    assert dep["drift"] == []

@@ -145,3 +145,34 @@ def test_the_recorded_sweep_ran_at_its_own_lengths_and_the_fit_reads_it() -> Non
     assert entry["why"]["compute_eff_max"].startswith("not identified")
     assert "request_overhead_us" in entry["params"]
     assert entry["band_notes"]["ttft_ms"].startswith("3 steps, 1 fitted")  # the three lengths at 1
+
+
+def test_calibrate_records_the_time_outside_the_engine_per_step() -> None:
+    """`calibrate --from-pilot` keeps, per step, the client's mean TTFT minus the engine's: what the
+    monitor, which reads the engine's histogram, takes off the model's (client-fitted) TTFT."""
+    result = _sweep()
+    fe = fit_from_pilot(result, "pilot-sweep.json")["front_end"]
+    steps = result["steps"]
+    assert [(s["concurrency"], s["input_len"]) for s in fe["steps"]] == [
+        (s["concurrency"], s["input_len"]) for s in steps
+    ]
+    for kept, s in zip(fe["steps"], steps, strict=True):
+        assert kept["front_end_ms"] == pytest.approx(
+            s["ttft_ms"]["mean"] - s["engine"]["ttft_mean_ms"], abs=1e-3
+        )
+    values = sorted(s["front_end_ms"] for s in fe["steps"])
+    assert fe["median_ms"] == pytest.approx((values[2] + values[3]) / 2, abs=1e-3)
+    assert fe["spread_ms"] == [values[0], values[-1]]
+    assert 3.0 < values[0] < values[-1] < 12.0  # docs/pilot.md's table: 3.4 to 10.8 ms
+    for kept, s in zip(fe["steps"], steps, strict=True):  # and of the p50s, what the monitor uses
+        assert kept["front_end_p50_ms"] == pytest.approx(
+            s["ttft_ms"]["p50"] - s["engine"]["ttft_p50_ms"], abs=1e-3
+        )
+    p50s = sorted(s["front_end_p50_ms"] for s in fe["steps"])
+    assert fe["median_p50_ms"] == pytest.approx((p50s[2] + p50s[3]) / 2, abs=1e-3)
+
+
+def test_a_pilot_without_the_engines_ttft_records_no_front_end() -> None:
+    result = json.loads((DATA / "pilot-steps.json").read_text())
+    result["plan"]["deployed"]["model"] = str(DATA / "tiny-llama.json")
+    assert "front_end" not in fit_from_pilot(result, "pilot-steps.json")

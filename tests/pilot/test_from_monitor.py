@@ -78,6 +78,9 @@ def test_steady_production_windows_move_the_overlay(tmp_path: Path) -> None:
     overlay = json.loads((tmp_path / "xdg-data" / "silica" / "calibration-overlay.json").read_text())
     neuron_entry = next(e for e in overlay["entries"] if e["family"] == "neuron-v2")
     assert "production windows of chat-neuron" in neuron_entry["label"]
+    assert (
+        neuron_entry["ttft_side"] == "engine" and "front_end" not in neuron_entry
+    )  # no front end to take off
     assert neuron_entry["fitted_on"]["windows"] == 1
     assert any("flagged as drift" in why for why in neuron_entry["fitted_on"]["left_out"])
     # one window for the fitted decode parameters: no spread measured, the band says so

@@ -315,6 +315,8 @@ def _print(result: Any) -> None:
             out.print(f"drift: {drift.describe()}")
         for line in (*d.gaps, *d.resets, *d.missing):
             out.print(f"gap: {line}")
+        for line in d.ttft_notes:
+            out.print(f"ttft: {line}")
         measured = d.overall.chip_j_per_output_token
         if measured is not None:
             planned = d.plan.chip_j_per_output_token

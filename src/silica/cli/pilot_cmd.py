@@ -495,6 +495,19 @@ def calibrate_from_pilot(results: Path, out: Path | None) -> None:
         typer.echo(f"  band {metric}: {lo:.3g}-{hi:.3g}x of the estimate ({entry['band_notes'][metric]})")
     for why in entry["fitted_on"].get("left_out", []):
         typer.echo(f"  left out {why}")
+    if fe := entry.get("front_end"):
+        lo, hi = fe["spread_ms"]
+        p50 = (
+            f"; of the p50s median {fe['median_p50_ms']:.3g} ms, {fe['spread_p50_ms'][0]:.3g}-"
+            f"{fe['spread_p50_ms'][1]:.3g} ms"
+            if "median_p50_ms" in fe
+            else ""
+        )
+        typer.echo(
+            f"  front end (client minus engine TTFT) over {len(fe['steps'])} step(s): of the means median "
+            f"{fe['median_ms']:.3g} ms, {lo:.3g}-{hi:.3g} ms{p50}; the monitor takes the p50 difference at "
+            "the pilot's concurrency nearest each window off the model's TTFT for engine-side histograms"
+        )
     typer.echo(
         f"  applies to estimates on {entry['family']} with --engine {entry['engine']} "
         f"(e.g. silica estimate MODEL --on INSTANCE --engine {entry['engine']})"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from silica import cost
 from silica.errors import InputError
 from silica.monitor import figures as fg
-from silica.monitor.expected import expected_at
+from silica.monitor.expected import engine_side_front_end, expected_at
 from silica.monitor.plan import Planned
 from silica.monitor.results import DeploymentReport, Latency, MonitorReport, Span, iso_utc
 from silica.monitor.series import Series, Telemetry
@@ -269,6 +269,19 @@ def _spans(
             conc = None
         n_in, n_out = lengths["prompt_len"][i], lengths["output_len"][i]
         exp_ttft, exp_tpot = expected_at(plan, conc, n_in, n_out) if conc and n_in and n_out else (None, None)
+        front_end, ttft_note = engine_side_front_end(plan, conc) if exp_ttft is not None else (None, None)
+        if front_end is not None and exp_ttft is not None:
+            if exp_ttft > front_end:
+                exp_ttft -= front_end
+            else:  # the model leaves nothing for the engine: no engine-side expectation
+                exp_ttft, ttft_note = (
+                    None,
+                    (
+                        f"no engine-side TTFT expectation: the model's {exp_ttft:.2f} ms is not above the pilot's "
+                        f"measured front end {front_end:.2f} ms"
+                    ),
+                )
+                front_end = None
         out.append(
             Span(
                 start=a,
@@ -291,6 +304,8 @@ def _spans(
                 output_len=n_out,
                 expected_ttft_ms=exp_ttft,
                 expected_tpot_ms=exp_tpot,
+                ttft_front_end_ms=front_end,
+                ttft_note=ttft_note,
             )
         )
     return out

@@ -50,8 +50,12 @@ class Span:
     concurrency: float | None = None  # requests in flight per replica (running gauge, else Little's law)
     input_len: float | None = None  # mean prompt tokens per request (the engine's histogram)
     output_len: float | None = None
-    expected_ttft_ms: float | None = None
+    expected_ttft_ms: float | None = None  # engine-side when ttft_front_end_ms is set (model minus it)
     expected_tpot_ms: float | None = None
+    # The pilot's measured time outside the engine taken off the model's TTFT (the window's TTFT is
+    # the engine's own histogram), and what the window says about how its TTFT was judged.
+    ttft_front_end_ms: float | None = None
+    ttft_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,21 @@ class DeploymentReport:
     # counter resets (an engine restarted): the increase after one is the new value, as increase() does
     resets: tuple[str, ...] = ()
     gap_spans: tuple[tuple[float, float], ...] = ()  # the gaps above as (start, end) epoch seconds
+
+    @property
+    def ttft_notes(self) -> tuple[str, ...]:
+        """How the windows' TTFT was judged (engine-side, or against a client-side expectation), each
+        distinct note once, with the windows it applies to: reports print these beside the windows."""
+        seen: dict[str, list[Span]] = {}
+        for w in self.windows:
+            if w.ttft_note:
+                seen.setdefault(w.ttft_note, []).append(w)
+        return tuple(
+            f"{minute_utc(ws[0].start)}-{minute_utc(ws[-1].end)}: {note}"
+            if len(seen) > 1
+            else f"{self.name}: {note}"
+            for note, ws in seen.items()
+        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ __all__ = ["advice", "drift_of", "needed_instances", "verdict", "within_slo"]
 def drift_of(plan: Planned, w: Span) -> list[Drift]:
     """Windows outside the band. The band is around what the plan's model expects at the window's own
     load (concurrency and lengths) when the telemetry gives them, else around the plan itself; the
-    band keeps the plan's relative width either way."""
+    band keeps the plan's relative width either way. An engine-side TTFT expectation (the model minus
+    the pilot's measured front end) is judged on the window's p50, as the pilot's p50s it comes from."""
     out = []
     for figure, latency, planned, low, high, expected in (
         ("tpot_ms", w.tpot, plan.tpot_ms, plan.tpot_ms_low, plan.tpot_ms_high, w.expected_tpot_ms),
@@ -30,9 +31,17 @@ def drift_of(plan: Planned, w: Span) -> list[Drift]:
             continue
         against = "plan"
         if expected is not None and planned > 0:
-            low, high = expected * low / planned, expected * high / planned
+            # An engine-side TTFT expectation is the model's minus the pilot's front end: the band is
+            # the model's, moved by the same time (its absolute width kept, the model's error is in it).
+            shift = (w.ttft_front_end_ms or 0.0) if figure == "ttft_ms" else 0.0
+            model = expected + shift
+            low, high = max(model * low / planned - shift, 0.0), model * high / planned - shift
             planned, against = expected, "load"
         observed = latency.mean_ms
+        if figure == "ttft_ms" and w.ttft_front_end_ms is not None and expected is not None:
+            if latency.p50_ms is None:
+                continue
+            observed = latency.p50_ms  # like the pilot's p50s the model and its front end come from
         # On the band's edge is inside it: a band whose edge is the plan itself (a family whose
         # measurements all ran faster than predicted) must not call an on-plan window slower
         # because a histogram's mean lands one rounding step above it.

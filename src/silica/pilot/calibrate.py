@@ -48,7 +48,7 @@ from silica.perf.overlay import OVERLAY_SCHEMA, overlay_path, read_overlay, with
 from silica.pilot.kit import estimate_step
 from silica.pilot.loadplan import Deployed, LoadPlan
 
-__all__ = ["OverlayEntry", "fit_from_pilot", "write_overlay"]
+__all__ = ["OverlayEntry", "fit_from_pilot", "front_end", "write_overlay"]
 
 _GRID = [10 ** (i / 10) for i in range(-15, 16)]  # factors 0.03 .. 31.6, ten a decade
 MIN_SENSITIVITY = 0.05  # least relative change of the fitted metric when a parameter doubles or halves
@@ -162,6 +162,59 @@ def _measured(
             and not _left_out(s, max_batch)
         ):
             out.append(((int(s["concurrency"]), int(s.get("input_len") or input_len)), float(value)))
+    return out
+
+
+MIN_FIRST_TOKENS = 10  # fewest first tokens in the engine's histogram for a step's mean to count
+
+
+def front_end(result: dict[str, Any], max_batch: int, input_len: int) -> dict[str, Any] | None:
+    """The time outside the engine before the first token, per step: the client's mean TTFT minus the
+    engine's own (its TTFT histogram's increase over the step), where the pilot kept both.
+
+    The model is fitted to the client's TTFT, which holds the HTTP front end, tokenising and streaming;
+    an engine's TTFT histogram starts when its front end has the request. The monitor reads the
+    engine's histogram, so it takes this time off the model's TTFT to compare like with like. Means,
+    for the time outside (the difference of the means is the mean time outside); the difference of the
+    p50s too (`front_end_p50_ms`), since the model is fitted to p50s and the monitor judges an
+    engine-side TTFT on the window's p50, interpolated in the same buckets as the pilot's engine p50
+    (so the buckets' coarseness largely cancels). Steps left out of the fit, and steps with fewer than `MIN_FIRST_TOKENS` first
+    tokens in the engine's histogram, are not used. None when no step has both.
+    """
+    from silica.pilot.compare import ttft_split
+
+    steps = []
+    for s in result.get("steps", []):
+        if not s.get("completed") or _left_out(s, max_batch):
+            continue
+        for split in ttft_split([s]):
+            if split.outside_engine_ms is None or split.client_mean_ms is None:
+                continue
+            if split.engine_requests < MIN_FIRST_TOKENS:
+                continue
+            step = {
+                "concurrency": split.concurrency,
+                "input_len": int(s.get("input_len") or input_len),
+                "client_ttft_mean_ms": round(split.client_mean_ms, 3),
+                "engine_ttft_mean_ms": round(split.engine_mean_ms, 3),
+                "front_end_ms": round(split.outside_engine_ms, 3),
+            }
+            if split.client_p50_ms is not None and split.engine_p50_ms is not None:
+                step["front_end_p50_ms"] = round(split.client_p50_ms - split.engine_p50_ms, 3)
+            steps.append(step)
+    if not steps:
+        return None
+    values = [s["front_end_ms"] for s in steps]
+    p50s = [s["front_end_p50_ms"] for s in steps if "front_end_p50_ms" in s]
+    out: dict[str, Any] = {
+        "what": "client TTFT minus the engine's own per step: difference of the means (front_end_ms) and of the p50s",
+        "steps": steps,
+        "median_ms": round(statistics.median(values), 3),
+        "spread_ms": [round(min(values), 3), round(max(values), 3)],
+    }
+    if p50s:
+        out["median_p50_ms"] = round(statistics.median(p50s), 3)
+        out["spread_p50_ms"] = [round(min(p50s), 3), round(max(p50s), 3)]
     return out
 
 
@@ -382,6 +435,7 @@ def fit_from_pilot(result: dict[str, Any], source: str, base: Calibration | None
         "band_notes": band_notes,
         "label": label,
         "source": source,
+        **({"front_end": fe} if (fe := front_end(result, dep.max_batch, plan.input_len)) else {}),
         "fitted_on": {
             "steps": len({c for c, _ in tpot + ttft}),
             "prompt_lengths": sorted({c[1] for c, _ in tpot + ttft}),

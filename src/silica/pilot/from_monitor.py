@@ -148,6 +148,9 @@ def fit_from_monitor(
             "lengths": f"{input_len}:{output_len} from {lengths_from}",
             "left_out": left_out,
         }
+        # Fitted on the engine's own TTFT histograms: the monitor takes no front end off it.
+        entry.pop("front_end", None)
+        entry["ttft_side"] = "engine"
         entries.append(entry)
     if not entries:
         why = f" (windows left out: {' | '.join(skipped)})" if skipped else ""

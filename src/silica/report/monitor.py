@@ -202,6 +202,7 @@ def _section(d: DeploymentReport) -> str:
             + "".join(f"<li>{_t(g)}</li>" for g in (*d.gaps, *d.resets, *d.missing))
             + "</ul>"
         )
+    parts += [f'<p class="small">TTFT: {_t(n)}</p>' for n in d.ttft_notes]
     parts.append("</section>")
     return "".join(parts)
 
@@ -274,6 +275,7 @@ def monitor_markdown(report: MonitorReport) -> str:
             [[_plain(c) for c in row] for row in _window_rows(d)],
         )
         lines += [f"- gap: {g}" for g in (*d.gaps, *d.missing)] + [f"- counter reset: {r}" for r in d.resets]
+        lines += [f"- TTFT: {n}" for n in d.ttft_notes]
     if report.notes:
         lines += ["", "## Notes on the data", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
