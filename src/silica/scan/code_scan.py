@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from silica.errors import InputError
+from silica.scan import config_reader
 from silica.scan.code_deps import dependencies, is_dependency_file, normalize
 from silica.scan.knowledge import TASKS, CodeRule, Knowledge, Task, knowledge
 from silica.scan.python_rules import PythonMatcher
@@ -144,6 +145,7 @@ _IMPORTED = re.compile(
 )
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
+_TEMPLATE = re.compile(r"(?:[-.]template|\.j2|\.jinja2?)$")
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
 _KBIT_PREP = ("calls peft.prepare_model_for_kbit_training", "calls peft.prepare_model_for_int8_training")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
@@ -209,6 +211,7 @@ def _blank_comments(text: str) -> str:
     return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
 
 
+_NAME_VAR = re.compile(r"\bname\s*=\s*([A-Za-z_]\w*)\s*[,)]")
 _DIST_NAME = re.compile(r"""^\s*name\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", re.MULTILINE)
 
 
@@ -296,6 +299,9 @@ def declared_names(root: Path) -> frozenset[str]:
         except OSError:
             continue
         out |= {normalize(m) for m in _DIST_NAME.findall(text)}
+        if name == "setup.py":  # round 8: `name=package_name` with `package_name = "colossalai"` above it
+            for var in _NAME_VAR.findall(text):
+                out |= {normalize(v) for v in re.findall(rf"^{var}\s*=\s*[\"']([A-Za-z0-9][\w.-]*)[\"']", text, re.M)}
     return frozenset(out)
 
 
@@ -381,6 +387,10 @@ class _Scanner:
             for name, folder in self.local.items()
             if normalize(name) in declared and normalize(name) in self.packages
         }
+        # round 8: the library the repository itself declares (setup.py/pyproject name) is its own, wherever named
+        self.own_names = frozenset(n for n in declared if n in self.packages) | frozenset(
+            normalize(n) for n in self.library_self
+        )
         self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
         self.cuda_extensions = _declared_extensions(root)
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
@@ -412,6 +422,8 @@ class _Scanner:
                 ext = next(e for e in self.extensions if name.endswith(e))
                 self._kernel_file(path, rel, self.extensions[ext])
             else:
+                # round 8: a config kept as a template (launch.yaml-template, values.yaml.j2) is read as that config
+                name = _TEMPLATE.sub("", name)
                 # a requirements folder's lists (requirements/triton-kernels.txt) are requirements files too
                 dependency = is_dependency_file(name) or (
                     name.endswith((".txt", ".in")) and "/requirements/" in f"/{rel}"
@@ -447,7 +459,8 @@ class _Scanner:
         cloned to be built from source (`git clone .../vllm.git`)."""
         for m in _CLONE.finditer(text):
             rule = self.package_rule(m.group(1))
-            if rule is not None:
+            # round 8: a repository cloning and building itself (ColossalAI's image) is its own packaging
+            if rule is not None and normalize(m.group(1)) not in self.own_names:
                 line = text.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(rule, f"clones {m.group(1)} to build it in {name}", rel, line))
         self._shell_python(text, rel, name)
@@ -788,6 +801,8 @@ class _Scanner:
             self._image_pass(text, rel, name)
         if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
             self._config_targets(text, rel, name)
+        if name.endswith((".yaml", ".yml", ".json")):
+            self._config_settings(text, rel, name)
         if not dependency:
             return
         found, trouble = dependencies(name, text)
@@ -810,8 +825,45 @@ class _Scanner:
             rule = self.package_rule(pkg)
             if rule is None and cuda_list:
                 rule = self.cuda_list_packages.get(normalize(pkg))
+            if rule is not None and rule.id == "nvidia-wheels" and "cuda-wheels" in self.rules:
+                rule = self.rules["cuda-wheels"]  # round 8: NVIDIA runtime pins in a list lock a CUDA build
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
+
+    def _config_settings(self, text: str, rel: str, name: str) -> None:
+        """Round 8: the generic config reader (silica.scan.config_reader): every key path and value judged by
+        the classes of CUDA-only settings, and every container argv list (`command:`/`args:`) read as the
+        launcher line it is by the rules written for scripts. A compose GPU reservation is a CUDA container
+        (cuda-base-image, like `docker run --gpus`), not a Kubernetes request."""
+        settings, argvs = config_reader.read(text)
+        if not settings and not argvs:
+            return
+        hits = list(config_reader.judge(settings, argvs, self._library_rule_id))
+        if argvs:
+            script_rules = self._text_rules_for("launch.sh")
+            for argv in argvs:
+                line = config_reader.argv_line(argv)
+                hits += [
+                    config_reader.ConfigHit(rule.id, argv.line, line[:80])
+                    for rule, pattern in script_rules
+                    if pattern.search(line) is not None
+                ]
+        gpu = {h.line for h in hits if h.rule == "cuda-base-image"}
+        if gpu:
+            self.findings = [
+                f for f in self.findings if not (f.file == rel and f.rule == "k8s-gpu" and f.line in gpu)
+            ]
+        seen = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        for hit in hits:
+            rule = self.rules.get(hit.rule)
+            if rule is not None and (hit.rule, hit.line) not in seen:
+                seen.add((hit.rule, hit.line))
+                self.findings.append(_finding(rule, f"{hit.what[:80]!r} in {name}", rel, hit.line))
+
+    def _library_rule_id(self, name: str) -> str | None:
+        """The rule of the CUDA-only library `name` names (the one table), for the config reader."""
+        rule = self.package_rule(name)
+        return rule.id if rule is not None else None
 
     def _config_targets(self, text: str, rel: str, name: str) -> None:
         """A class a config instantiates (Hydra `_target_: apex.optimizers.FusedAdam`, torchtune `_component_:`,

@@ -1,0 +1,156 @@
+"""One generic reader for YAML and JSON configs (issue 30, round 8).
+
+Eight rounds of held-out figures showed configs as the weakest file kind: each round's rules matched a few more
+spellings of a key on one line, and the next set spelled it another way. This module reads a config as the data
+it is instead: every key path with its scalar value and line. A small table of classes then decides, from the
+key path and the value together, whether the setting switches on something CUDA-only: a Ray GPU request (any
+count above zero under a Ray scaling, actor or node-type block), a serving engine named after a CUDA-only
+library (`type: VLLMEngine`), a CUDA backend switch set true (`tf32: true`), a container granted NVIDIA GPUs
+through compose's device reservations, and a container's argv list (`command:`/`args:`), which is a launcher
+line. False, zero and CPU values are not findings. The scanner maps each class to its rule in the knowledge base.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import yaml
+
+Path_ = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One scalar in a config: its key path (sequence items as "[]"), its value as written, and its line."""
+
+    path: Path_
+    value: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ArgvList:
+    """A sequence of scalars under a `command`/`args`/`entrypoint` key: one command line, split."""
+
+    words: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class ConfigHit:
+    """A setting that switches on a CUDA-only feature: the rule id (knowledge base) and why."""
+
+    rule: str
+    line: int
+    what: str
+
+
+_ARGV_KEYS = frozenset({"command", "args", "entrypoint", "cmd"})
+_TRUE = frozenset({"true", "yes", "on", "1"})
+
+
+def read(text: str) -> tuple[list[Setting], list[ArgvList]]:
+    """Every scalar setting and argv list of a YAML or JSON document (all documents of a stream); a file that
+    does not parse (a Helm template, a Jinja file) gives nothing, and the line rules still read it."""
+    settings: list[Setting] = []
+    argvs: list[ArgvList] = []
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return settings, argvs
+    for node in nodes:
+        if node is not None:
+            _walk(node, (), settings, argvs)
+    return settings, argvs
+
+
+def _walk(node: yaml.Node, path: Path_, settings: list[Setting], argvs: list[ArgvList]) -> None:
+    if isinstance(node, yaml.ScalarNode):
+        settings.append(Setting(path, str(node.value), node.start_mark.line + 1))
+    elif isinstance(node, yaml.SequenceNode):
+        items = node.value
+        if path and path[-1].lower() in _ARGV_KEYS and items and all(isinstance(i, yaml.ScalarNode) for i in items):
+            argvs.append(ArgvList(tuple(str(i.value) for i in items), items[0].start_mark.line + 1))
+        for item in items:
+            _walk(item, (*path, "[]"), settings, argvs)
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+            _walk(value, (*path, name), settings, argvs)
+
+
+def _number(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _positive(value: str) -> bool:
+    n = _number(value)
+    return n is not None and n > 0
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in _TRUE
+
+
+# Ray: the blocks whose counts Ray schedules (Serve's ray_actor_options, Train's scaling_config and
+# resources_per_worker, a cluster's node types, Tune's resources_per_trial, RLlib/ray_remote_args).
+_RAY_BLOCKS = frozenset(
+    {
+        "ray_actor_options",
+        "scaling_config",
+        "resources_per_worker",
+        "resources_per_trial",
+        "available_node_types",
+        "ray_remote_args",
+        "placement_group_bundles",
+    }
+)
+_RAY_GPU_KEY = re.compile(r"^(?:num_gpus|gpus?|GPU|accelerator_type_\w+)$", re.IGNORECASE)
+_GPUS_PER = re.compile(r"^(?:num_)?gpus?_per_(?:worker|replica|actor|trial|bundle)$", re.IGNORECASE)
+# a serving engine chosen by name in a config: `type: VLLMEngine`, `engine: TRTLLMEngine`
+_ENGINE_KEYS = frozenset({"type", "engine", "engine_type", "engine_cls", "engine_class", "backend"})
+_ENGINE_VALUE = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:Async)?(?:Engine|Backend)$")
+# CUDA backend switches (TF32 matmuls and cuDNN), set true
+_CUDA_FLAG_KEY = re.compile(r"^(?:use_|allow_|enable_)?tf32$", re.IGNORECASE)
+_COMPOSE_DEVICES = ("deploy", "resources", "reservations", "devices")
+
+
+def judge(
+    settings: list[Setting], argvs: list[ArgvList], library: Callable[[str], str | None]
+) -> Iterator[ConfigHit]:
+    """The classes of CUDA-only settings; `library` names the rule of a CUDA-only library given one of its
+    names (the knowledge base's one table), or None."""
+    for s in settings:
+        last = s.path[-1] if s.path else ""
+        keys = [k for k in s.path if k != "[]"]
+        if _GPUS_PER.match(last) and _positive(s.value):
+            yield ConfigHit("ray-gpu", s.line, f"{last}: {s.value}")
+        elif _RAY_GPU_KEY.match(last) and _positive(s.value) and _RAY_BLOCKS & set(keys):
+            yield ConfigHit("ray-gpu", s.line, f"{'.'.join(keys[-2:])}: {s.value}")
+        elif last in {"use_gpu", "gpu"} and _truthy(s.value) and _RAY_BLOCKS & set(keys):
+            yield ConfigHit("ray-gpu", s.line, f"{last}: {s.value}")
+        elif last in _ENGINE_KEYS and (m := _ENGINE_VALUE.match(s.value.strip())) is not None:
+            rule = library(m.group(1))
+            if rule is not None:
+                yield ConfigHit(rule, s.line, f"{last}: {s.value}")
+        elif _CUDA_FLAG_KEY.match(last) and _truthy(s.value):
+            yield ConfigHit("cuda-backend-flags", s.line, f"{last}: {s.value}")
+        elif keys and tuple(keys[-5:-1]) == _COMPOSE_DEVICES and (
+            (keys[-1] == "driver" and s.value.lower() == "nvidia")
+            or (keys[-1] == "capabilities" and s.value.lower() == "gpu")
+        ):
+            yield ConfigHit("cuda-base-image", s.line, f"a container granted NVIDIA GPUs ({keys[-1]}: {s.value})")
+
+
+def argv_line(argv: ArgvList) -> str:
+    """An argv list as the command line a shell would run, with the program's own name first
+    (`/usr/local/bin/torchrun` -> `torchrun`), for the launcher rules written for scripts."""
+    words = list(argv.words)
+    if words:
+        words[0] = words[0].rsplit("/", 1)[-1]
+    return " ".join(words)
