@@ -853,10 +853,13 @@ class _Scanner:
             self.findings = [
                 f for f in self.findings if not (f.file == rel and f.rule == "k8s-gpu" and f.line in gpu)
             ]
-        seen = {(f.rule, f.line) for f in self.findings if f.file == rel}
+        here = [f for f in self.findings if f.file == rel]
+        seen = {(f.rule, f.line) for f in here}
+        # an Accelerate config's own FSDP/DeepSpeed blocks are that config's finding (as for the line rules)
+        covered = {c for f in here for c in _COVERED_BY.get(f.rule, frozenset())}
         for hit in hits:
             rule = self.rules.get(hit.rule)
-            if rule is not None and (hit.rule, hit.line) not in seen:
+            if rule is not None and hit.rule not in covered and (hit.rule, hit.line) not in seen:
                 seen.add((hit.rule, hit.line))
                 self.findings.append(_finding(rule, f"{hit.what[:80]!r} in {name}", rel, hit.line))
 

@@ -120,6 +120,59 @@ _CUDA_FLAG_KEY = re.compile(r"^(?:use_|allow_|enable_)?tf32$", re.IGNORECASE)
 _COMPOSE_DEVICES = ("deploy", "resources", "reservations", "devices")
 
 
+def _squash(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+_FALSE = frozenset({"", "false", "no", "off", "0", "none", "null", "~", "disabled", "cpu"})
+_ATTN_KEYS = frozenset({"attnimplementation", "attnimpl", "attentionimplementation", "attentionbackend", "attnbackend"})
+_FLASH_VALUE = re.compile(r"^(?:flash(?:_?attn|_?attention)?(?:_?[23])?|fa[23])$", re.IGNORECASE)
+_QUANT_KEYS = frozenset({"quantization", "quantmethod", "quantize", "quantizationmethod"})
+_BNB_KEYS = frozenset({"loadin4bit", "loadin8bit", "usebnboptimizer", "bnb4bit"})
+_BNB_VALUE = re.compile(r"^(?:bnb|bitsandbytes)(?:[._-]\w+)?$|^(?:paged_)?(?:adamw|lion)_(?:bnb_)?(?:8|32)bit$", re.I)
+_GPU_QUANT_VALUE = re.compile(r"^(?:awq|gptq|awq_marlin|gptq_marlin|marlin|exl2|exllama(?:v2)?|squeezellm|aqlm|eetq)$", re.I)
+_FSDP_KEYS = frozenset({"fsdp", "usefsdp", "fsdpconfig"})
+_STRATEGY_KEYS = frozenset({"strategy", "distributedstrategy", "distributedtype", "parallelism", "sharding"})
+
+
+def _named(keys: list[str], value: str) -> str:
+    return f"{'.'.join(keys[-2:])}: {value}"
+
+
+def _feature(keys: list[str], value: str) -> str | None:
+    """The rule a key and value switch on, by class (any spelling of the key, at any depth), or None: the
+    truthy/falsy reading is what keeps `flash_attention: false` and `load_in_8bit: false` out."""
+    if not keys:
+        return None
+    key = _squash(keys[-1])
+    v = value.strip()
+    on = v.lower() not in _FALSE
+    if ("flashattn" in key or "flashattention" in key) and _truthy(v):
+        return "flash-attn"
+    if key in _ATTN_KEYS and _FLASH_VALUE.match(v):
+        return "flash-attn"
+    if key in _BNB_KEYS and _truthy(v):
+        return "bitsandbytes"
+    if (key in _QUANT_KEYS or key == "optim") and _BNB_VALUE.match(v):
+        return "bitsandbytes"
+    if key in _QUANT_KEYS and _GPU_QUANT_VALUE.match(v):
+        return "gpu-quant-kernels"
+    if key in _STRATEGY_KEYS and v.lower().startswith("fsdp"):
+        return "fsdp"
+    if key == "stage" and len(keys) > 1 and _squash(keys[-2]) == "zerooptimization" and _positive(v):
+        return "deepspeed-config"
+    if key in {"zerostage", "dszerostage"} and _positive(v):
+        return "deepspeed-config"
+    if key in {"ampbackend", "fp16backend", "halfprecisionbackend"} and v.lower() == "apex":
+        return "apex"
+    if key.endswith("device") and re.match(r"^cuda(?::\d+)?$", v):
+        return "torch-cuda"
+    if "nvidia.com/gpu" in keys[-1] and _positive(v):
+        return "k8s-gpu"
+    del on
+    return None
+
+
 def judge(
     settings: list[Setting], argvs: list[ArgvList], library: Callable[[str], str | None]
 ) -> Iterator[ConfigHit]:
@@ -128,6 +181,9 @@ def judge(
     for s in settings:
         last = s.path[-1] if s.path else ""
         keys = [k for k in s.path if k != "[]"]
+        feature = _feature(keys, s.value)
+        if feature is not None:
+            yield ConfigHit(feature, s.line, _named(keys, s.value))
         if _GPUS_PER.match(last) and _positive(s.value):
             yield ConfigHit("ray-gpu", s.line, f"{last}: {s.value}")
         elif _RAY_GPU_KEY.match(last) and _positive(s.value) and _RAY_BLOCKS & set(keys):
