@@ -941,6 +941,9 @@ class _Scanner:
                 hits = [h for h in hits if h[0] != "bitsandbytes"]
         if any(r == "accelerate" for r, _, _ in hits) and not _accelerator_configured(tree):
             hits = [h for h in hits if not (h[0] == "accelerate" and "Accelerator" in h[1])]
+        if any(r == "cuda-backend-flags" for r, _, _ in hits):
+            lines = text.splitlines()
+            hits = [h for h in hits if h[0] != "cuda-backend-flags" or not _switched_off(lines, h[2])]
         for rule_id, message, line in hits:
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
@@ -972,8 +975,10 @@ class _Scanner:
             hit = next((n for n in names if n in self.cuda_extensions), None)
             if hit is not None:
                 line = code.count("\n", 0, m.start()) + 1
+                # round 8: the extension of a library in the table (marlin's marlin_cuda) is that library's kernel
+                owner = self._library_extension(f"import {hit}")
                 self.findings.append(
-                    _finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
+                    _finding(owner or rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
                 )
                 return
 
@@ -989,6 +994,14 @@ class _Scanner:
                 seen.add(rule.id)
                 line = code.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(rule, f"checks {m.group(0)}) before using it", rel, line))
+
+
+_OFF = re.compile(r"=\s*(?:False|0)\s*(?:#.*)?$")
+
+
+def _switched_off(lines: list[str], line: int | None) -> bool:
+    """Round 8: `torch.backends.cuda.matmul.allow_tf32 = False` turns a CUDA switch off: not a setting to port."""
+    return line is not None and 0 < line <= len(lines) and _OFF.search(lines[line - 1]) is not None
 
 
 _ACCELERATOR_SETTINGS = frozenset({"cpu", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin"})
