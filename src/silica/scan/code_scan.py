@@ -803,6 +803,8 @@ class _Scanner:
             self._config_targets(text, rel, name)
         if name.endswith((".yaml", ".yml", ".json")):
             self._config_settings(text, rel, name)
+        if name == "Cargo.toml":
+            self._add_hits(list(config_reader.cargo_dependencies(text, self._library_rule_id)), rel, name)
         if not dependency:
             return
         found, trouble = dependencies(name, text)
@@ -853,6 +855,18 @@ class _Scanner:
             self.findings = [
                 f for f in self.findings if not (f.file == rel and f.rule == "k8s-gpu" and f.line in gpu)
             ]
+        off = config_reader.disabled_spans(text) if "enabled" in text else []
+        if off:  # a block switched off (`enabled: false`) runs nothing: its images and settings are not findings
+            self.findings = [
+                f
+                for f in self.findings
+                if not (f.file == rel and f.line is not None and any(a <= f.line <= b for a, b in off))
+            ]
+            hits = [h for h in hits if not any(a <= h.line <= b for a, b in off)]
+        self._add_hits(hits, rel, name)
+
+    def _add_hits(self, hits: list[config_reader.ConfigHit], rel: str, name: str) -> None:
+        """The config reader's findings, one per rule and line, less what the file's own findings cover."""
         here = [f for f in self.findings if f.file == rel]
         seen = {(f.rule, f.line) for f in here}
         # an Accelerate config's own FSDP/DeepSpeed blocks are that config's finding (as for the line rules)

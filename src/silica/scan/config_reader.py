@@ -56,14 +56,66 @@ def read(text: str) -> tuple[list[Setting], list[ArgvList]]:
     does not parse (a Helm template, a Jinja file) gives nothing, and the line rules still read it."""
     settings: list[Setting] = []
     argvs: list[ArgvList] = []
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
-        return settings, argvs
-    for node in nodes:
-        if node is not None:
-            _walk(node, (), settings, argvs)
+    for node in _documents(text):
+        _walk(node, (), settings, argvs)
     return settings, argvs
+
+
+def _documents(text: str) -> list[yaml.Node]:
+    try:
+        return [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+    except yaml.YAMLError:
+        return []
+
+
+def disabled_spans(text: str) -> list[tuple[int, int]]:
+    """Line ranges (first, last) of named components switched off with `enabled: false` (a Helm chart's vLLM
+    sidecar left off): what such a block names does not run, so its images and settings are not findings. A list
+    entry switched off (a chart's example model spec) stays: it shows what the user deploys in its place."""
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[yaml.Node, bool]] = [(n, False) for n in _documents(text)]
+    while stack:
+        node, keyed = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if (
+                    isinstance(key, yaml.ScalarNode)
+                    and key.value == "enabled"
+                    and isinstance(value, yaml.ScalarNode)
+                    and str(value.value).strip().lower() in {"false", "no", "off"}
+                    and keyed
+                ):
+                    spans.append((node.start_mark.line + 1, node.end_mark.line + 1))
+                stack.append((value, True))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, False) for item in node.value)
+    return spans
+
+
+_CARGO_SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
+_CARGO_DEP = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*=")
+_CUDA_CRATE = re.compile(r"(?:^|-)(?:cu|cuda|cublas\w*|cudnn|nccl|cudarc)(?:$|-)")
+
+
+def cargo_dependencies(text: str, library: Callable[[str], str | None]) -> Iterator[ConfigHit]:
+    """A Rust crate list (Cargo.toml): a dependency named after a CUDA-only library in the table, with any
+    prefix (`candle-flash-attn` is flash-attn's kernels bound for candle), and crates named for CUDA
+    (`candle-cublaslt`, `candle-index-select-cu`, `cudarc`), which are CUDA kernels of their own."""
+    section = ""
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        if (m := _CARGO_SECTION.match(line)) is not None:
+            section = m.group(1).strip()
+            continue
+        if not section.endswith("dependencies") or (m := _CARGO_DEP.match(line)) is None:
+            continue
+        crate = m.group(1).lower().replace("_", "-")
+        parts = crate.split("-")
+        rule = next((r for i in range(1, len(parts)) if (r := library("-".join(parts[i:]))) is not None), None)
+        if rule is None and (_CUDA_CRATE.search(crate) is not None or '"cuda' in line):
+            rule = "other-cuda-kernels"
+        if rule is not None:
+            yield ConfigHit(rule, n, f"crate {m.group(1)}")
 
 
 def _walk(node: yaml.Node, path: Path_, settings: list[Setting], argvs: list[ArgvList]) -> None:
