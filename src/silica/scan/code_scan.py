@@ -145,6 +145,7 @@ _IMPORTED = re.compile(
 )
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
+_RAY_GPU_READ = re.compile(r"\.num_gpus_per_(?:worker|replica|actor)\b")
 _TEMPLATE = re.compile(r"(?:[-.]template|\.j2|\.jinja2?)$")
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
 _KBIT_PREP = ("calls peft.prepare_model_for_kbit_training", "calls peft.prepare_model_for_int8_training")
@@ -927,6 +928,12 @@ class _Scanner:
                 self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, at))
         if "_available(" in text:
             self._availability_checks(text, rel)
+        ray = self.rules.get("ray-gpu")
+        if ray is not None and ".num_gpus_per_" in text:
+            m = _RAY_GPU_READ.search(_blank_comments(text))
+            if m is not None:  # round 8: a Ray GPU count read in Python (`scaling_config.num_gpus_per_worker > 0`)
+                at = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(ray, f"reads {m.group(0).lstrip('.')!r}", rel, at))
         uses_torch = "torch" in text
         if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
