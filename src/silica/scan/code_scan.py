@@ -145,6 +145,7 @@ _IMPORTED = re.compile(
 )
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
+_GGML_CUDA = re.compile(r"\b-?D?(?:GGML_CUDA|GGML_CUBLAS|LLAMA_CUBLAS|LLAMA_CUDA)\s*=\s*[\"']?(?:1|on|ON|On)\b")
 _RAY_GPU_READ = re.compile(r"\.num_gpus_per_(?:worker|replica|actor)\b")
 _TEMPLATE = re.compile(r"(?:[-.]template|\.j2|\.jinja2?)$")
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
@@ -563,6 +564,11 @@ class _Scanner:
             if rule is not None and (rule.id, line) not in seen:
                 seen.add((rule.id, line))
                 self.findings.append(_finding(rule, f"builds {target} in {name}", rel, line))
+        kernels = self.rules.get("other-cuda-kernels")
+        m = _GGML_CUDA.search(text) if kernels is not None and "CU" in text else None
+        if kernels is not None and m is not None:  # round 8: llama.cpp built with its CUDA backend
+            line = text.count("\n", 0, m.start()) + 1
+            self.findings.append(_finding(kernels, f"builds llama.cpp's CUDA backend ({m.group(0)}) in {name}", rel, line))
         if "PYTHONPATH" in text:
             for m in _PYTHONPATH.finditer(text):
                 for part in re.split(r"[:/]", m.group(1)):
