@@ -145,7 +145,9 @@ _IMPORTED = re.compile(
 )
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
-_GGML_CUDA = re.compile(r"\b-?D?(?:GGML_CUDA|GGML_CUBLAS|LLAMA_CUBLAS|LLAMA_CUDA)\s*=\s*[\"']?(?:1|on|ON|On)\b")
+_GGML_CUDA = re.compile(
+    r"\b-?D?(?:GGML_CUDA|GGML_CUBLAS|LLAMA_CUBLAS|LLAMA_CUDA)\s*=\s*[\"']?(?:1|on|ON|On)\b"
+)
 _RAY_GPU_READ = re.compile(r"\.num_gpus_per_(?:worker|replica|actor)\b")
 _TEMPLATE = re.compile(r"(?:[-.]template|\.j2|\.jinja2?)$")
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
@@ -303,7 +305,10 @@ def declared_names(root: Path) -> frozenset[str]:
         out |= {normalize(m) for m in _DIST_NAME.findall(text)}
         if name == "setup.py":  # round 8: `name=package_name` with `package_name = "colossalai"` above it
             for var in _NAME_VAR.findall(text):
-                out |= {normalize(v) for v in re.findall(rf"^{var}\s*=\s*[\"']([A-Za-z0-9][\w.-]*)[\"']", text, re.M)}
+                out |= {
+                    normalize(v)
+                    for v in re.findall(rf"^{var}\s*=\s*[\"']([A-Za-z0-9][\w.-]*)[\"']", text, re.M)
+                }
     return frozenset(out)
 
 
@@ -568,7 +573,9 @@ class _Scanner:
         m = _GGML_CUDA.search(text) if kernels is not None and "CU" in text else None
         if kernels is not None and m is not None:  # round 8: llama.cpp built with its CUDA backend
             line = text.count("\n", 0, m.start()) + 1
-            self.findings.append(_finding(kernels, f"builds llama.cpp's CUDA backend ({m.group(0)}) in {name}", rel, line))
+            self.findings.append(
+                _finding(kernels, f"builds llama.cpp's CUDA backend ({m.group(0)}) in {name}", rel, line)
+            )
         if "PYTHONPATH" in text:
             for m in _PYTHONPATH.finditer(text):
                 for part in re.split(r"[:/]", m.group(1)):
@@ -863,7 +870,9 @@ class _Scanner:
                 f for f in self.findings if not (f.file == rel and f.rule == "k8s-gpu" and f.line in gpu)
             ]
         off = config_reader.disabled_spans(text) if "enabled" in text else []
-        if off:  # a block switched off (`enabled: false`) runs nothing: its images and settings are not findings
+        if (
+            off
+        ):  # a block switched off (`enabled: false`) runs nothing: its images and settings are not findings
             self.findings = [
                 f
                 for f in self.findings
@@ -937,7 +946,9 @@ class _Scanner:
         ray = self.rules.get("ray-gpu")
         if ray is not None and ".num_gpus_per_" in text:
             m = _RAY_GPU_READ.search(_blank_comments(text))
-            if m is not None:  # round 8: a Ray GPU count read in Python (`scaling_config.num_gpus_per_worker > 0`)
+            if (
+                m is not None
+            ):  # round 8: a Ray GPU count read in Python (`scaling_config.num_gpus_per_worker > 0`)
                 at = text.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(ray, f"reads {m.group(0).lstrip('.')!r}", rel, at))
         uses_torch = "torch" in text
@@ -1005,7 +1016,9 @@ class _Scanner:
                 # round 8: the extension of a library in the table (marlin's marlin_cuda) is that library's kernel
                 owner = self._library_extension(f"import {hit}")
                 self.findings.append(
-                    _finding(owner or rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
+                    _finding(
+                        owner or rule, f"imports {hit}, a CUDA extension this repository builds", rel, line
+                    )
                 )
                 return
 

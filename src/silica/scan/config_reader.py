@@ -94,6 +94,7 @@ def disabled_spans(text: str) -> list[tuple[int, int]]:
 
 _CARGO_SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
 _CARGO_DEP = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*=")
+_CUDA_FEATURE = re.compile(r"""features\s*=\s*\[[^\]]*["']cuda""")
 _CUDA_CRATE = re.compile(r"(?:^|-)(?:cu|cuda|cublas\w*|cudnn|nccl|cudarc)(?:$|-)")
 
 
@@ -111,8 +112,10 @@ def cargo_dependencies(text: str, library: Callable[[str], str | None]) -> Itera
             continue
         crate = m.group(1).lower().replace("_", "-")
         parts = crate.split("-")
-        rule = next((r for i in range(1, len(parts)) if (r := library("-".join(parts[i:]))) is not None), None)
-        if rule is None and (_CUDA_CRATE.search(crate) is not None or '"cuda' in line):
+        rule = next(
+            (r for i in range(1, len(parts)) if (r := library("-".join(parts[i:]))) is not None), None
+        )
+        if rule is None and (_CUDA_CRATE.search(crate) is not None or _CUDA_FEATURE.search(line) is not None):
             rule = "other-cuda-kernels"
         if rule is not None:
             yield ConfigHit(rule, n, f"crate {m.group(1)}")
@@ -123,7 +126,12 @@ def _walk(node: yaml.Node, path: Path_, settings: list[Setting], argvs: list[Arg
         settings.append(Setting(path, str(node.value), node.start_mark.line + 1))
     elif isinstance(node, yaml.SequenceNode):
         items = node.value
-        if path and path[-1].lower() in _ARGV_KEYS and items and all(isinstance(i, yaml.ScalarNode) for i in items):
+        if (
+            path
+            and path[-1].lower() in _ARGV_KEYS
+            and items
+            and all(isinstance(i, yaml.ScalarNode) for i in items)
+        ):
             argvs.append(ArgvList(tuple(str(i.value) for i in items), items[0].start_mark.line + 1))
         for item in items:
             _walk(item, (*path, "[]"), settings, argvs)
@@ -177,12 +185,18 @@ def _squash(key: str) -> str:
 
 
 _FALSE = frozenset({"", "false", "no", "off", "0", "none", "null", "~", "disabled", "cpu"})
-_ATTN_KEYS = frozenset({"attnimplementation", "attnimpl", "attentionimplementation", "attentionbackend", "attnbackend"})
+_ATTN_KEYS = frozenset(
+    {"attnimplementation", "attnimpl", "attentionimplementation", "attentionbackend", "attnbackend"}
+)
 _FLASH_VALUE = re.compile(r"^(?:flash(?:_?attn|_?attention)?(?:_?[23])?|fa[23])$", re.IGNORECASE)
 _QUANT_KEYS = frozenset({"quantization", "quantmethod", "quantize", "quantizationmethod"})
 _BNB_KEYS = frozenset({"loadin4bit", "loadin8bit", "usebnboptimizer", "bnb4bit"})
-_BNB_VALUE = re.compile(r"^(?:bnb|bitsandbytes)(?:[._-]\w+)?$|^(?:paged_)?(?:adamw|lion)_(?:bnb_)?(?:8|32)bit$", re.I)
-_GPU_QUANT_VALUE = re.compile(r"^(?:awq|gptq|awq_marlin|gptq_marlin|marlin|exl2|exllama(?:v2)?|squeezellm|aqlm|eetq)$", re.I)
+_BNB_VALUE = re.compile(
+    r"^(?:bnb|bitsandbytes)(?:[._-]\w+)?$|^(?:paged_)?(?:adamw|lion)_(?:bnb_)?(?:8|32)bit$", re.I
+)
+_GPU_QUANT_VALUE = re.compile(
+    r"^(?:awq|gptq|awq_marlin|gptq_marlin|marlin|exl2|exllama(?:v2)?|squeezellm|aqlm|eetq)$", re.I
+)
 _FSDP_KEYS = frozenset({"fsdp", "usefsdp", "fsdpconfig"})
 _STRATEGY_KEYS = frozenset({"strategy", "distributedstrategy", "distributedtype", "parallelism", "sharding"})
 
@@ -248,11 +262,17 @@ def judge(
                 yield ConfigHit(rule, s.line, f"{last}: {s.value}")
         elif _CUDA_FLAG_KEY.match(last) and _truthy(s.value):
             yield ConfigHit("cuda-backend-flags", s.line, f"{last}: {s.value}")
-        elif keys and tuple(keys[-5:-1]) == _COMPOSE_DEVICES and (
-            (keys[-1] == "driver" and s.value.lower() == "nvidia")
-            or (keys[-1] == "capabilities" and s.value.lower() == "gpu")
+        elif (
+            keys
+            and tuple(keys[-5:-1]) == _COMPOSE_DEVICES
+            and (
+                (keys[-1] == "driver" and s.value.lower() == "nvidia")
+                or (keys[-1] == "capabilities" and s.value.lower() == "gpu")
+            )
         ):
-            yield ConfigHit("cuda-base-image", s.line, f"a container granted NVIDIA GPUs ({keys[-1]}: {s.value})")
+            yield ConfigHit(
+                "cuda-base-image", s.line, f"a container granted NVIDIA GPUs ({keys[-1]}: {s.value})"
+            )
 
 
 def argv_line(argv: ArgvList) -> str:
