@@ -570,11 +570,11 @@ class _Scanner:
                 seen.add((rule.id, line))
                 self.findings.append(_finding(rule, f"builds {target} in {name}", rel, line))
         kernels = self.rules.get("other-cuda-kernels")
-        m = _GGML_CUDA.search(text) if kernels is not None and "CU" in text else None
-        if kernels is not None and m is not None:  # round 8: llama.cpp built with its CUDA backend
-            line = text.count("\n", 0, m.start()) + 1
+        ggml = _GGML_CUDA.search(text) if kernels is not None and "CU" in text else None
+        if kernels is not None and ggml is not None:  # round 8: llama.cpp built with its CUDA backend
+            line = text.count("\n", 0, ggml.start()) + 1
             self.findings.append(
-                _finding(kernels, f"builds llama.cpp's CUDA backend ({m.group(0)}) in {name}", rel, line)
+                _finding(kernels, f"builds llama.cpp's CUDA backend ({ggml.group(0)}) in {name}", rel, line)
             )
         if "PYTHONPATH" in text:
             for m in _PYTHONPATH.finditer(text):
