@@ -254,3 +254,25 @@ def test_ggml_cuda_build_is_a_declaration_without_the_kernel_base(tmp_path: Path
     assert _where(report, "other-cuda-kernels") == ["build.sh:1"]
     items = {w.item: w.weeks for w in report.target_verdicts["trainium2"].work_items}
     assert 0 < items["port-custom-ops"] < 0.5
+
+
+def test_launcher_and_image_classes(tmp_path: Path) -> None:
+    """FSDP's sharding strategy on a launcher, ring attention chosen by a flag, ColossalAI's launcher, and CUDA
+    bases named without a CUDA tag (pytorch/pytorch, NCCL test images)."""
+    report = _scan(
+        tmp_path,
+        {
+            "run.sh": (
+                "colossalai run --nproc_per_node 4 pretrain.py \\\n"
+                "  --sharding-strategy hybrid_shard --seq_parallel stripe_ring_attn\n"
+            ),
+            "off.sh": "python pretrain.py --sharding_strategy no_shard --attn sdpa\n",
+            "a/Dockerfile": "FROM pytorch/pytorch\n",
+            "b/Dockerfile": "FROM registry.example.com/hpc/nccl-tests:2.21 AS base\n",
+            "c/Dockerfile": "FROM python:3.11-slim\n",
+        },
+    )
+    assert _where(report, "gpu-launcher") == ["run.sh:1"]
+    assert _where(report, "fsdp") == ["run.sh:2"]
+    assert _where(report, "flash-attn") == ["run.sh:2"]
+    assert _where(report, "cuda-base-image") == ["a/Dockerfile:1", "b/Dockerfile:1"]
