@@ -61,9 +61,18 @@ def read(text: str) -> tuple[list[Setting], list[ArgvList]]:
     return settings, argvs
 
 
+# Configs are small; a larger YAML/JSON file is data (a tokenizer, a dataset, a lock) and is left to the line
+# rules, which keeps a scan's time linear in the bytes it reads (PyYAML's composer is far slower than a regex).
+MAX_CONFIG_CHARS = 256_000
+# libyaml where installed: the same nodes and marks, several times faster
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _documents(text: str) -> list[yaml.Node]:
+    if len(text) > MAX_CONFIG_CHARS:
+        return []
     try:
-        return [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+        return [n for n in yaml.compose_all(text, Loader=_LOADER) if n is not None]
     except yaml.YAMLError:
         return []
 
