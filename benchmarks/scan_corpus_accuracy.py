@@ -328,8 +328,25 @@ repository's Python implements is part of that change, and a repository that alr
 training check at the Neuron-path share. An eighth set (held-out-8: starcoder, EasyContext, alpaca_farm,
 ColossalAI, text-embeddings-inference, ray-llm, h2ogpt, marlin, awsome-distributed-training) was picked, trimmed and
 labelled by another engineer in parallel, unseen by the author of this round's rules, and scanned once after the
-two branches were merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-8 --first-scan`); "not written
-from" below is held-out-8.
+two branches were merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-8 --first-scan`).
+
+Eighth round: held-out-8, scanned once and looked at, joined the sets the rules are written from. Configs had been
+the weakest file kind in every held-out set (recall 40%, 61%, 53% in the last three), so this round's work is one
+generic config reader (silica.scan.config_reader) in place of more line patterns: every key path and scalar value
+of a YAML or JSON file is judged by class, at any depth and in any spelling of the key, and counts only when the
+value switches the feature on (flash attention and attention-implementation values, bitsandbytes and GPU
+quantisers, FSDP strategies, ZeRO stages, apex AMP, CUDA devices and TF32 switches, NVIDIA device-plugin counts,
+Ray GPU requests under Ray's blocks, serving engines named after a CUDA-only library); container argv lists are
+read as launcher lines, compose GPU reservations as CUDA containers, components switched off (`enabled: false`)
+as running nothing, config templates as configs and Cargo crate lists against the same library table. Other
+classes: Ray GPU counts in Python, CUDA builds chosen by distribution name (cuda-wheels), ColossalAI (no Neuron
+counterpart; the plan moves it to NxD Training), C++ files including CUDA headers, llama.cpp's CUDA build,
+pytorch/pytorch and NCCL test bases, FSDP sharding strategies and ring attention on launchers; precision: an
+Accelerator built with nothing CUDA-specific, a CUDA switch assigned False and a repository cloning itself are not
+findings. Effort: an item reached only by declarations pays no base. A ninth set (held-out-9) was picked, trimmed
+and labelled by another engineer in parallel, unseen by the author of this round's rules, and is scanned once
+after the two branches are merged (`python benchmarks/scan_corpus_accuracy.py --set held-out-9 --first-scan`);
+until then every set in the corpus is one the rules were written from.
 
 """
 

