@@ -68,7 +68,9 @@ def test_kv_cache_per_rank_falls_by_cp_and_decode_reads_less() -> None:
     one, two = _perf(cp=1, input_len=LONG), _perf(cp=2, input_len=LONG)
     assert float(two.kv_bytes[0]) == pytest.approx(float(one.kv_bytes[0]) / 2.0)
     assert float(two.weights_bytes[0]) == pytest.approx(float(one.weights_bytes[0]))
-    assert float(two.decode_split.kv_bytes[0][0]) == pytest.approx(float(one.decode_split.kv_bytes[0][0]) / 2.0)
+    assert float(two.decode_split.kv_bytes[0][0]) == pytest.approx(
+        float(one.decode_split.kv_bytes[0][0]) / 2.0
+    )
     assert float(two.tpot_s[0]) >= float(two.tpot_floor_s[0]) > 0.0
 
 

@@ -271,7 +271,9 @@ def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Wi
     heads = _padded_heads(c, lay)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
     attention = c.attention_flops(rank_tokens, context, heads) / m.cal.attn_eff
-    t_compute = _matmul_seconds(c, m, lay, rank_tokens, attention, moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp)
+    t_compute = _matmul_seconds(
+        c, m, lay, rank_tokens, attention, moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp
+    )
     weights = _weights_per_unit(c, lay, c.weights_read(rank_tokens), w.weight)
     kv = rank_tokens * _kv_per_token_unit(c, lay, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
@@ -335,9 +337,9 @@ def mean_decode_seconds(
         kv = kv_per_token * kv_tokens
         total = total + np.maximum(t_compute, (weights + kv) / stream_rate)
         # Each rank does the whole batch's matmuls and its 1/cp of the attention.
-        flops = _forward_flops(c, batch, context) - c.attention_flops(batch, context, np.asarray(c.n_heads)) * (
-            1.0 - 1.0 / cp
-        )
+        flops = _forward_flops(c, batch, context) - c.attention_flops(
+            batch, context, np.asarray(c.n_heads)
+        ) * (1.0 - 1.0 / cp)
         floor = floor + np.maximum(flops / (tp * m.unit_flops), (weights + kv) / m.unit_bw)
         computes.append(t_compute)
         kvs.append(kv)

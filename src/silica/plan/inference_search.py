@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from silica import cost, legality
-from silica.errors import InputError
 from silica.cost import Ranking
+from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.inputs import Layout, Requests
@@ -198,7 +198,9 @@ def search_inference(
 
 def check_context_parallel(targets: Sequence[Target], cp: int) -> None:
     """Serving context parallelism only on stacks that document it: one clear line otherwise."""
-    off = sorted({t.engine or "the default stack" for t in targets if not (t.stack and t.stack.context_parallel)})
+    off = sorted(
+        {t.engine or "the default stack" for t in targets if not (t.stack and t.stack.context_parallel)}
+    )
     if off:
         engines = ", ".join(context_parallel_stacks())
         raise InputError(
