@@ -89,3 +89,18 @@ def test_estimate_widens_the_band_and_refuses_engines_without_it() -> None:
     assert any("context parallel over 2 ranks" in a for a in two.assumptions)
     with pytest.raises(InputError, match=r"engines that do: .*vllm"):
         estimate("llama-3.1-70b", wl, Deployment("p5.48xlarge", tp=4, cp=2), engine="trtllm")
+
+
+def test_cli_refuses_cp_on_an_engine_without_it_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from silica.cli.app import app
+
+    args = ["estimate", "llama-3.1-8b", "--on", "p5.48xlarge", "--input-len", "65536", "--cp", "2"]
+    out = CliRunner().invoke(app, [*args, "--engine", "trtllm"])
+    assert out.exit_code == 2
+    lines = out.output.strip().splitlines()
+    assert lines[-1].startswith("error: cp 2 for inference needs an engine") and "vllm-neuron" in lines[-1]
+    ok = CliRunner().invoke(app, [*args, "--engine", "vllm", "--tp", "4", "--batch", "1"])
+    assert ok.exit_code == 0, ok.output
+    assert "cp=2" in ok.output
