@@ -104,3 +104,19 @@ def test_cli_refuses_cp_on_an_engine_without_it_in_one_line() -> None:
     ok = CliRunner().invoke(app, [*args, "--engine", "vllm", "--tp", "4", "--batch", "1"])
     assert ok.exit_code == 0, ok.output
     assert "cp=2" in ok.output
+
+
+def test_a_cp_group_larger_than_a_stage_is_refused_and_one_across_instances_served() -> None:
+    from silica.plan import estimate
+    from silica.workload import Deployment, InferenceWorkload
+
+    wl = InferenceWorkload(input_len=LONG, output_len=256, batch=1)
+    with pytest.raises(InputError, match=r"tp 8 x cp 2 needs 16 units"):
+        estimate("llama-3.1-70b", wl, Deployment("p5.48xlarge", tp=8, cp=2), engine="vllm")
+    across = estimate(
+        "llama-3.1-70b", wl, Deployment("p5.48xlarge", count=2, tp=8, pp=1, cp=2), engine="vllm"
+    )
+    alone = estimate("llama-3.1-70b", wl, Deployment("p5.48xlarge", tp=8), engine="vllm")
+    assert across.feasible and across.cp == 2
+    assert across.ttft_ms is not None and alone.ttft_ms is not None
+    assert alone.ttft_ms / 2.0 <= across.ttft_ms < alone.ttft_ms

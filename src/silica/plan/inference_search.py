@@ -119,7 +119,7 @@ def search_inference(
     check_shapes(model, wl)
     cpn = 1 if cp is None else cp
     if cpn > 1:
-        check_context_parallel(targets, cpn)
+        check_context_parallel(targets, cpn, tp=tp, pp=pp, count=count)
     tp_options = tp_choices(model, targets, tp)
     if ep is not None and ep > 1:
         legality.check_ep(model.id, ep, model.n_experts)
@@ -196,8 +196,12 @@ def search_inference(
     return results
 
 
-def check_context_parallel(targets: Sequence[Target], cp: int) -> None:
-    """Serving context parallelism only on stacks that document it: one clear line otherwise."""
+def check_context_parallel(
+    targets: Sequence[Target], cp: int, *, tp: int | None, pp: int | None, count: int | None
+) -> None:
+    """Serving context parallelism only on stacks that document it, and only where a given tp x cp
+    fits a pipeline stage (one instance unless `pp` spreads fewer stages over `count` instances):
+    one clear line otherwise, rather than a layout that silently has no replica."""
     off = sorted(
         {t.engine or "the default stack" for t in targets if not (t.stack and t.stack.context_parallel)}
     )
@@ -208,6 +212,16 @@ def check_context_parallel(targets: Sequence[Target], cp: int) -> None:
             f"modelled (engines that do: {engines}).",
             f"pass --engine one of {engines}, drop --cp, or pass --task training.",
         )
+    if tp is None:
+        return
+    for t in targets:
+        stage = t.units_per_instance * ((count or 1) / pp if pp is not None else 1)
+        if tp * cp > stage:
+            raise InputError(
+                f"tp {tp} x cp {cp} needs {tp * cp} units per pipeline stage; a stage on {t.instance.id} "
+                f"has {stage:g}.",
+                "pass a smaller --tp or --cp, or INSTANCExN with --pp 1 for a cp group across instances.",
+            )
 
 
 def _with_attention_dp(grid: Grid, n_experts: int, gpu: NDArray[np.bool_]) -> tuple[Grid, Array]:
