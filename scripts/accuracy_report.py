@@ -610,6 +610,14 @@ MoE terms live in `src/silica/perf/moe.py` and `src/silica/perf/kernels.py`; one
   layer and pass, hidden behind the attention of the chunk in hand, over NVLink while tp x cp fits
   an instance and at one GPU's share of the network beyond; gradients reduce, and ZeRO shards,
   over dp x cp ranks.
+- Serving context parallelism (`--cp` with an inference estimate; only on stacks whose engine
+  documents it, `context_parallel` in `data/stacks.yaml`: vLLM, SGLang, the vLLM Neuron plugin):
+  a long prompt's prefill split over cp ranks (each a tp group; 1/cp of the tokens and of the
+  causal attention per rank, the whole tp share of the weights read by each), keys and values
+  around the ring once per layer, hidden behind attention where it fits; decode with the KV cache
+  sharded over the cp ranks and one exchange of partial outputs per layer. No measured row serves
+  with cp > 1, so nothing above checks it and its bands widen by the inherited-stack rule
+  (p10/p90 ratios to the power 1.5, as an unmeasured release's) before the physical clip.
 - Model TFLOP/s as each source counts them: NeMo's performance pages (24.03-25.04 containers)
   count every query-key pair (no causal halving; their TFLOP/s over tokens/s give the full count),
   Megatron-Bridge's the causal half as Silica's MFU does; `validate` converts its prediction to the

@@ -178,8 +178,10 @@ PLAN_OPTIONS: tuple[PlanOption, ...] = (
          "data-parallel over ep = tp ranks, experts spread over them (1: all split by tp).",
          1, MAX_PARALLEL, commands=("estimate",), hint="mixture-of-experts models only"),
     _num("cp", "int", None, "Context parallel (cp)", "--cp",
-         "Training: context parallelism, ranks that split each sequence (default: chosen).",
-         1, MAX_PARALLEL, commands=("estimate",), task="training", hint="long-sequence training"),
+         "Context parallelism, ranks that split each sequence. Training: default chosen. Inference: "
+         "a long prompt's prefill split over cp ranks, decode KV sharded (vllm, sglang, vllm-neuron; "
+         "default 1).",
+         1, MAX_PARALLEL, commands=("estimate",), hint="long sequences"),
     PlanOption("instances", "list", None, "Only these instance types (repeatable).", "Instances",
                "--instance", max_length=MAX_PRICES, commands=("compare",), doors=("cli", "api", "http"),
                why="the compare page ranks every instance type; its table is the filter"),

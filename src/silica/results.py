@@ -136,7 +136,7 @@ class EstimateBase:
     engine: str = ""  # the serving or training stack assumed (data/stacks.yaml)
     assumptions: tuple[str, ...] = ()
     ep: int | None = None  # expert-parallel degree (mixture-of-experts models; None for dense)
-    cp: int | None = None  # context-parallel degree (training; None for serving)
+    cp: int | None = None  # context-parallel degree (training; serving with --cp > 1; else None)
     # The effective settings the plan ran with (`silica.context`): {name: {value, origin}}.
     settings: dict[str, dict[str, str | None]] = field(default_factory=dict)
     energy: EnergyUse | None = None  # power, joules per token, tokens per MW, carbon (`plan.energy`)

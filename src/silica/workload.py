@@ -188,7 +188,7 @@ class Deployment:
     tp: int | None = None
     pp: int | None = None  # None: the planner chooses (instances chained as stages for inference)
     ep: int | None = None  # expert parallelism; None: chosen for a mixture-of-experts model, else 1
-    cp: int | None = None  # context parallelism (training); None: chosen for long sequences, else 1
+    cp: int | None = None  # context parallelism; None: training chooses it for long sequences, serving 1
 
     def __post_init__(self) -> None:
         _positive("Instance count", self.count, "INSTANCExCOUNT", MAX_INSTANCES)

@@ -29,9 +29,11 @@ class Layout:
     power-of-two buckets and attention heads are padded up to a multiple of tp. `dp` is the
     data-parallel degree (training; a serving replica count is decided by the planner instead).
     `ep` is the expert-parallel degree of a mixture-of-experts model (None: 1); see `perf.moe`.
-    `cp` is the context-parallel degree of training (None: 1): each of cp ranks holds 1/cp of every
+    `cp` is the context-parallel degree (None: 1): each of cp ranks holds 1/cp of every
     sequence, for every layer (Megatron-Core `context_parallel_size`), and attention exchanges keys
-    and values around the cp ranks (`perf.kernels.train_step`).
+    and values around the cp ranks (`perf.kernels.train_step`). Serving reads it as context
+    parallelism of a long prompt (`perf.kernels.prefill_seconds`: the prompt's tokens split over
+    cp ranks, each a full tp group) with the decode KV cache sharded over the same ranks.
     """
 
     tp: Array

@@ -247,21 +247,42 @@ class PhaseSeconds:
     floor: Array
 
 
+def _cp_of(lay: Layout) -> Array:
+    """The context-parallel degree of a layout (1 where unset)."""
+    return np.ones_like(lay.tp) if lay.cp is None else lay.cp
+
+
 def prefill_seconds(c: ModelCosts, m: Machine, lay: Layout, length: Array, w: Widths) -> PhaseSeconds:
-    """Time to process `lay.batch` prompts of `length` tokens (time to first token, unloaded)."""
+    """Time to process `lay.batch` prompts of `length` tokens (time to first token, unloaded).
+
+    Serving context parallelism (`lay.cp` > 1; vLLM prefill context parallel, SGLang prefill CP,
+    vLLM Neuron DCP prefill: `data/stacks.yaml` `context_parallel`): each of cp ranks, a full
+    tp group each, takes 1/cp of every prompt's tokens in every layer. The engines split the prompt
+    zigzag (each rank a chunk from the front and its mirror from the back), so every rank does 1/cp
+    of the causal attention; its matmuls run at the efficiency of its 1/cp of the tokens, and it
+    still reads all of its tp share of the weights. Keys and values go round the ring of cp ranks
+    (`_context_ring`, once per layer: no backward pass), hidden behind the attention of the chunk
+    already held where it fits.
+    """
     tp = lay.tp
+    cp = _cp_of(lay)
     tokens = lay.batch * length
+    rank_tokens = tokens / cp
     heads = _padded_heads(c, lay)
     context = length / 2.0 if c.causal else length  # causal: a query sees half the prompt on average
-    attention = c.attention_flops(tokens, context, heads) / m.cal.attn_eff
-    t_compute = _matmul_seconds(c, m, lay, tokens, attention, moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp)
-    weights = _weights_per_unit(c, lay, c.weights_read(tokens), w.weight)
-    kv = tokens * _kv_per_token_unit(c, lay, w.kv)
+    attention = c.attention_flops(rank_tokens, context, heads) / m.cal.attn_eff
+    t_compute = _matmul_seconds(
+        c, m, lay, rank_tokens, attention, moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp
+    )
+    weights = _weights_per_unit(c, lay, c.weights_read(rank_tokens), w.weight)
+    kv = rank_tokens * _kv_per_token_unit(c, lay, w.kv)
     stream_rate = m.unit_bw * m.cal.mem_eff
     t_memory = (weights + kv) / stream_rate
-    layer, comm, a2a, stages = _forward_overheads(c, m, lay, tokens, w.act)
+    layer, comm, a2a, stages = _forward_overheads(c, m, lay, rank_tokens, w.act)
+    # The exposed ring goes with the stage hand-offs, as in training (`train_step`).
+    stages = stages + _context_ring(c, m, lay, cp, rank_tokens, np.ones_like(cp), attention, w)
     split = TimeSplit((t_compute,), weights, (kv,), stream_rate, comm, stages, layer, all_to_all=a2a)
-    flops = _forward_flops(c, tokens, context)
+    flops = _forward_flops(c, tokens, context) / cp
     floor = np.maximum(flops / (tp * m.unit_flops), (weights + kv) / m.unit_bw)
     return PhaseSeconds(np.maximum(t_compute, t_memory) + (layer + comm + a2a + stages), split, floor)
 
@@ -286,15 +307,23 @@ def mean_decode_seconds(
     c: ModelCosts, m: Machine, lay: Layout, contexts: Sequence[Array], w: Widths
 ) -> PhaseSeconds:
     """Mean decode step time over several context lengths; what does not depend on context is
-    computed once (this is the planner's innermost loop)."""
+    computed once (this is the planner's innermost loop).
+
+    With serving context parallelism (`lay.cp` > 1) the KV cache is sharded over the cp ranks
+    along the sequence (vLLM and SGLang decode context parallel, vLLM Neuron DCP decode:
+    `data/stacks.yaml` `context_parallel`): each rank reads and attends over 1/cp of every
+    sequence's cache, then the ranks exchange partial outputs and log-sum-exps once per layer
+    (`_cp_combine`). Every rank runs the step's matmuls on the whole batch.
+    """
     tp, batch = lay.tp, lay.batch
+    cp = _cp_of(lay)
     heads = _padded_heads(c, lay)
-    compute_rate = tp * m.unit_flops * _matmul_eff(m, batch)
+    compute_rate = tp * cp * m.unit_flops * _matmul_eff(m, batch)
     matmul_s = _matmul_seconds(
         c, m, lay, batch, np.zeros_like(batch), moe.CAPACITY_FACTOR, _dense_ranks(lay) / tp
     )
     weights = _weights_per_unit(c, lay, c.weights_read(batch), w.weight)
-    kv_per_token = batch * _kv_per_token_unit(c, lay, w.kv)
+    kv_per_token = batch * _kv_per_token_unit(c, lay, w.kv) / cp
     stream_rate = m.unit_bw * m.cal.mem_eff
     total = np.zeros_like(batch)
     floor = np.zeros_like(batch)
@@ -307,13 +336,30 @@ def mean_decode_seconds(
         kv_tokens = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
         kv = kv_per_token * kv_tokens
         total = total + np.maximum(t_compute, (weights + kv) / stream_rate)
-        flops = _forward_flops(c, batch, context)
+        # Each rank does the whole batch's matmuls and its 1/cp of the attention.
+        flops = _forward_flops(c, batch, context) - c.attention_flops(
+            batch, context, np.asarray(c.n_heads)
+        ) * (1.0 - 1.0 / cp)
         floor = floor + np.maximum(flops / (tp * m.unit_flops), (weights + kv) / m.unit_bw)
         computes.append(t_compute)
         kvs.append(kv)
     layer, comm, a2a, stages = _forward_overheads(c, m, lay, batch, w.act)
+    comm = comm + _cp_combine(c, m, lay, cp, batch, w.act)
     split = TimeSplit(tuple(computes), weights, tuple(kvs), stream_rate, comm, stages, layer, all_to_all=a2a)
     return PhaseSeconds(total / len(contexts) + (layer + comm + a2a + stages), split, floor / len(contexts))
+
+
+def _cp_combine(c: ModelCosts, m: Machine, lay: Layout, cp: Array, batch: Array, act_bytes: Array) -> Array:
+    """Decode with the KV cache sharded over cp ranks: per layer, one exchange of every rank's partial
+    attention output (batch x heads/tp x v_head_dim, about d_model / tp values) and its log-sum-exp
+    among the cp ranks, an all-gather (SGLang DCP: one packed all-to-all), so (cp - 1) / cp of it
+    crosses the link. Over the scale-up links while tp x cp fits an instance, else at one unit's
+    share of the instance's network bandwidth (as `_context_ring`).
+    """
+    msg = batch * (c.d_model / lay.tp + c.n_heads / lay.tp) * act_bytes
+    bw = np.where(lay.tp * cp > m.units_per_instance, m.net_bw / m.units_per_instance, m.link_bw)
+    wire = (cp - 1.0) / cp * msg * cp / (bw * m.cal.coll_bw_eff)
+    return np.where(cp > 1, c.n_layers * (m.cal.coll_s + wire), 0.0)
 
 
 # Tokens a serving engine prefills at once (chunked prefill); bounds the activation workspace.
@@ -326,16 +372,18 @@ def inference_memory(
     """Bytes per unit for weights, KV cache and activations.
 
     With pp stages each holding 1/pp of the layers and pp micro-batches in flight, the KV cache per
-    unit is batch x context x (all layers' KV per unit) whatever pp is.
+    unit is batch x context x (all layers' KV per unit) whatever pp is. Serving context
+    parallelism shards it over the cp ranks (1/cp of each sequence per rank; `mean_decode_seconds`).
     """
     tp, batch = lay.tp, lay.batch
+    cp = _cp_of(lay)  # serving context parallelism shards every sequence's KV cache over cp ranks
     routed = moe.routed_total_params(c)
     weights = ((c.total_params - routed) / _dense_ranks(lay) + routed / tp) * w.weight / lay.pp
     # Sliding-window (and chunked) layers keep only their window of the context.
     sliding = np.minimum(context, c.window) if c.window else context
     kept = (c.n_full_layers * context + c.n_sliding_layers * sliding) / c.n_layers
-    kv = batch * kept * _kv_per_token_unit(c, lay, w.kv)
-    chunk = np.minimum(batch * context, PREFILL_CHUNK_TOKENS)
+    kv = batch * kept * _kv_per_token_unit(c, lay, w.kv) / cp
+    chunk = np.minimum(batch * context / cp, PREFILL_CHUNK_TOKENS)
     activations = chunk * (4.0 * c.d_model + 2.0 * d_ff / tp) * w.act
     return weights, kv, activations
 

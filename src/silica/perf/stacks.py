@@ -44,6 +44,10 @@ class Stack:
     # Silica's MFU does) or "full" (every pair, as NeMo's FLOPs formulas did before causal masking
     # was counted). `validate` converts its prediction to the source's count.
     attention_flops: str = "causal"
+    # Serving context parallelism (`--cp` with task inference): the engine's documentation that its
+    # long-prompt prefill splits over cp ranks and its decode shards the KV cache over them, with
+    # its date; empty where the engine documents no such mode (`perf.kernels.prefill_seconds`).
+    context_parallel: str = ""
     # Set when named with a release (`NAME@VERSION`, `resolve_stack`): the version, whether rows of
     # that release are in the calibration set, and a sentence saying which fit it takes and why.
     release: str = ""
@@ -84,6 +88,7 @@ def _data() -> _Data:
                 why=str(e.get("why") or ""),
                 balanced_benchmarks=bool(e.get("balanced_benchmarks", False)),
                 attention_flops=str(e.get("attention_flops", "causal")),
+                context_parallel=str(e.get("context_parallel") or ""),
             )
             for name, e in raw["engines"].items()
         }
@@ -127,6 +132,11 @@ def _data() -> _Data:
 
 def load_stacks() -> dict[str, Stack]:
     return _data().stacks
+
+
+def context_parallel_stacks() -> tuple[str, ...]:
+    """The serving stacks whose documentation describes context-parallel prefill and decode."""
+    return tuple(n for n, s in _data().stacks.items() if s.context_parallel and "inference" in s.tasks)
 
 
 def default_stack(vendor: str, task: str) -> tuple[Stack, str]:

@@ -81,12 +81,7 @@ def estimate(
     d = deployment
     found: Estimate
     if isinstance(workload, InferenceWorkload):
-        if d.cp is not None and d.cp > 1:
-            raise InputError(
-                f"cp {d.cp} splits training sequences over ranks; Silica models no context-parallel serving.",
-                "drop --cp for an inference estimate, or pass --task training.",
-            )
-        served = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep)
+        served = search_inference(spec, workload, targets, count=d.count, tp=d.tp, pp=d.pp, ep=d.ep, cp=d.cp)
         found = with_energy(
             served[:1], targets, workload.output_len, region=region, pue=pue, usd_per_mwh=usd_per_mwh
         )[0]

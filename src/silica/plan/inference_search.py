@@ -16,12 +16,14 @@ from numpy.typing import NDArray
 
 from silica import cost, legality
 from silica.cost import Ranking
+from silica.errors import InputError
 from silica.models.spec import ModelSpec
 from silica.perf.inference import InferencePerf, inference_perf
 from silica.perf.inputs import Layout, Requests
 from silica.perf.kernels import ModelCosts
 from silica.perf.machine import GIB, machine_arrays
 from silica.perf.precision import precision, widths
+from silica.perf.stacks import context_parallel_stacks
 from silica.plan.grid import BATCHES, Grid, make_grid
 from silica.plan.targets import (
     Target,
@@ -56,8 +58,10 @@ def evaluate_inference(
     grid: Grid,
     pp: Array,
     ep: Array | None = None,
+    cp: Array | None = None,
 ) -> InferencePerf:
-    """Run the performance model on every configuration of the grid."""
+    """Run the performance model on every configuration of the grid (`cp`: serving context
+    parallelism, `perf.kernels.prefill_seconds`)."""
     prec = precision(wl.weight_dtype, wl.compute_dtype)
     base = machine_arrays([(t.chip, t.instance, t.params) for t in targets], prec.flops_dtype)
     m = base.take(grid.inst)
@@ -67,7 +71,7 @@ def evaluate_inference(
     return inference_perf(
         ModelCosts.of(model),
         m,
-        Layout(tp=grid.tp, pp=pp, batch=grid.batch, static_shapes=static, ep=ep),
+        Layout(tp=grid.tp, pp=pp, batch=grid.batch, static_shapes=static, ep=ep, cp=cp),
         Requests(
             input_len=np.full(n, float(wl.input_len)),
             output_len=np.full(n, float(wl.output_len)),
@@ -89,6 +93,7 @@ def search_inference(
     pp: int | None = None,
     rank: Ranking | None = None,
     ep: int | None = None,
+    cp: int | None = None,
 ) -> list[InferenceEstimate]:
     """The best configuration per target (or the reason there is none), in target order.
 
@@ -102,9 +107,19 @@ def search_inference(
     dense weights are replicated, each rank keeps its own sequences' KV cache, and the tp
     all-reduces give way to a dispatch and a combine per MoE layer. With ep = 1 attention and
     experts are split tp ways. Without a fixed `ep`, a mixture-of-experts model is searched both ways.
+
+    `cp` > 1 serves with context parallelism (each replica tp x pp x cp units; `perf.kernels`),
+    only on stacks that document it (`data/stacks.yaml` `context_parallel`). The search never picks
+    cp by itself: it cuts one long prompt's TTFT but costs throughput per chip (every cp rank reads
+    all of its weights each step), and the planner ranks by throughput, so cp is the user's call
+    for a TTFT target on very long prompts (roughly 64K tokens and more, where the engines say it
+    pays: TensorRT-LLM 'Helix Parallelism', vLLM 'Context Parallel Deployment').
     """
     rank = rank or ranking(wl)
     check_shapes(model, wl)
+    cpn = 1 if cp is None else cp
+    if cpn > 1:
+        check_context_parallel(targets, cpn, tp=tp, pp=pp, count=count)
     tp_options = tp_choices(model, targets, tp)
     if ep is not None and ep > 1:
         legality.check_ep(model.id, ep, model.n_experts)
@@ -123,9 +138,9 @@ def search_inference(
         eps = np.ones(grid.size)
     stages = grid.count if pp is None else np.full(grid.size, float(pp))
     with np.errstate(all="ignore"):  # missing figures (nan) mark configurations infeasible
-        perf = evaluate_inference(model, wl, targets, grid, stages, eps)
+        perf = evaluate_inference(model, wl, targets, grid, stages, eps, np.full(grid.size, float(cpn)))
     units = np.asarray([t.units_per_instance for t in targets], dtype=np.float64)[grid.inst]
-    replicas = np.floor(units * grid.count / (grid.tp * stages))
+    replicas = np.floor(units * grid.count / (grid.tp * stages * cpn))
     tok_s = replicas * perf.replica_output_tok_s
     # Prompt tokens the deployment prefills per second (each prompt once), the encoder's throughput.
     in_tok_s = replicas * stages * grid.batch * wl.input_len / perf.prefill_s
@@ -166,7 +181,7 @@ def search_inference(
             continue
         best = int(rows[np.argmax(score[rows])])
         results.append(
-            _estimate(model, wl, rank, target, best, grid, stages, perf, replicas, tok_s, in_tok_s)
+            _estimate(model, wl, rank, target, best, grid, stages, perf, replicas, tok_s, in_tok_s, cpn)
         )
         if model.is_moe:
             e = int(eps[best])
@@ -179,6 +194,34 @@ def search_inference(
                 )
             results[-1] = replace(results[-1], ep=e, assumptions=notes)
     return results
+
+
+def check_context_parallel(
+    targets: Sequence[Target], cp: int, *, tp: int | None, pp: int | None, count: int | None
+) -> None:
+    """Serving context parallelism only on stacks that document it, and only where a given tp x cp
+    fits a pipeline stage (one instance unless `pp` spreads fewer stages over `count` instances):
+    one clear line otherwise, rather than a layout that silently has no replica."""
+    off = sorted(
+        {t.engine or "the default stack" for t in targets if not (t.stack and t.stack.context_parallel)}
+    )
+    if off:
+        engines = ", ".join(context_parallel_stacks())
+        raise InputError(
+            f"cp {cp} for inference needs an engine with context-parallel serving; {', '.join(off)} has none "
+            f"modelled (engines that do: {engines}).",
+            f"pass --engine one of {engines}, drop --cp, or pass --task training.",
+        )
+    if tp is None:
+        return
+    for t in targets:
+        stage = t.units_per_instance * ((count or 1) / pp if pp is not None else 1)
+        if tp * cp > stage:
+            raise InputError(
+                f"tp {tp} x cp {cp} needs {tp * cp} units per pipeline stage; a stage on {t.instance.id} "
+                f"has {stage:g}.",
+                "pass a smaller --tp or --cp, or INSTANCExN with --pp 1 for a cp group across instances.",
+            )
 
 
 def _with_attention_dp(grid: Grid, n_experts: int, gpu: NDArray[np.bool_]) -> tuple[Grid, Array]:
@@ -260,6 +303,13 @@ def _infeasible(
     )
 
 
+def _cp_note(cp: int) -> str:
+    return (
+        f"context parallel over {cp} ranks (each a tp group): the prompt's prefill split over them with "
+        f"ring key/value exchange, the decode KV cache sharded over them; no measured rows, band widened"
+    )
+
+
 def _assumptions(wl: InferenceWorkload, target: Target) -> tuple[str, ...]:
     prec = precision(wl.weight_dtype, wl.compute_dtype)
     cast = DTYPE_BYTES[wl.weight_dtype] > prec.weight_bytes  # an fp32 checkpoint served in bf16
@@ -319,8 +369,11 @@ def _estimate(
     replicas: Array,
     tok_s: Array,
     in_tok_s: Array,
+    cp: int = 1,
 ) -> InferenceEstimate:
     count = int(grid.count[i])
+    # No measured row serves with context parallelism: its bands widen as an unmeasured stack's do.
+    wide = cp > 1
     throughput = float(tok_s[i])
     usd_h = cost.usd_per_hour(target.price.usd_per_hour if target.price else None, count)
     per_1m_out = cost.usd_per_million_tokens(usd_h, throughput)
@@ -336,10 +389,12 @@ def _estimate(
     replica = float(perf.replica_output_tok_s[i])
     fastest = float(perf.replica_output_tok_s_ceiling[i]) / replica if replica > 0 else None
     bands = {
-        "ttft_ms": band(target, "ttft_ms", ttft_ms, floor=float(perf.ttft_floor_s[i] * 1e3)),
-        "tpot_ms": band(target, "tpot_ms", tpot_ms, floor=float(perf.tpot_floor_s[i] * 1e3)),
-        "output_tokens_per_s": band(target, SERVING_METRICS, throughput, fastest=fastest),
-        "usd_per_1m_output_tokens": band(target, SERVING_METRICS, per_1m_out, invert=True, fastest=fastest),
+        "ttft_ms": band(target, "ttft_ms", ttft_ms, floor=float(perf.ttft_floor_s[i] * 1e3), unmeasured=wide),
+        "tpot_ms": band(target, "tpot_ms", tpot_ms, floor=float(perf.tpot_floor_s[i] * 1e3), unmeasured=wide),
+        "output_tokens_per_s": band(target, SERVING_METRICS, throughput, fastest=fastest, unmeasured=wide),
+        "usd_per_1m_output_tokens": band(
+            target, SERVING_METRICS, per_1m_out, invert=True, fastest=fastest, unmeasured=wide
+        ),
     }
     return InferenceEstimate(
         model=model.id,
@@ -375,5 +430,6 @@ def _estimate(
         bands={k: v for k, v in bands.items() if v is not None},
         calibration=target.calibration_note,
         engine=target.engine,
-        assumptions=_assumptions(wl, target),
+        assumptions=(*_assumptions(wl, target), _cp_note(cp)) if cp > 1 else _assumptions(wl, target),
+        cp=cp if cp > 1 else None,
     )

@@ -223,19 +223,22 @@ def band(
     *,
     floor: float | None = None,
     fastest: float | None = None,
+    unmeasured: bool = False,
 ) -> Band | None:
     """The p10-p90 band of `value` from the validation error of the target's chip family on `metric`,
     cut at the physical bounds (`clip_band`).
 
     `floor`: a time metric's least possible value. `fastest`: how many times faster than predicted
     the speed that `value` measures (or, with `invert`, that a cost is derived from) could
-    physically run; it caps the speed's band high (and so the cost's band low).
+    physically run; it caps the speed's band high (and so the cost's band low). `unmeasured`: a
+    configuration no measured row covers (serving context parallelism): the band widens as an
+    inherited stack's does (`INHERITED_BAND_WIDENING`), before the physical clip.
     """
     if value is None:
         return None
     low, high = target.calibration.band(target.chip.family, metric, target.engine or None)
     own = target.calibration.overlay_band(target.chip.family, metric, target.engine or None)
-    if own is None and target.stack is not None and target.stack.unmeasured_release:  # `perf.stacks._release`
+    if unmeasured or (own is None and target.stack is not None and target.stack.unmeasured_release):
         low, high = low**INHERITED_BAND_WIDENING, high**INHERITED_BAND_WIDENING
     if fastest is not None:
         high = min(high, max(fastest, 1.0))

@@ -51,7 +51,7 @@ class BenchmarkRow:
     metric: str
     value: float
     ep: int | None = None
-    cp: int | None = None  # context-parallel degree (training): ranks that split each sequence
+    cp: int | None = None  # context-parallel degree: ranks that split each sequence (training or serving)
     vp: int | None = None  # model chunks per pipeline stage (interleaved 1F1B), when the source states it
     engine: str = ""  # serving or training stack as the source names it (trtllm, nemo, nxdi, ...)
     engine_release: str = ""  # the engine's release, where the source names one (0.3 for vLLM 0.3.x)

@@ -334,9 +334,10 @@ def _evaluate(g: _Group, params: Sequence[FamilyParams], bound: bool = False) ->
         value = np.where(dp >= 1, value, np.nan)
         return _per_row(g, value, "first")
     wl = g.workload
-    perf = evaluate_inference(g.model, wl, targets, grid, g.pp, g.ep)
-    # Replicas as `search_inference` counts them; fewer than one means the layout does not exist.
-    replicas = np.floor(units / (grid.tp * g.pp))
+    perf = evaluate_inference(g.model, wl, targets, grid, g.pp, g.ep, g.cp)
+    # Replicas as `search_inference` counts them (a serving cp group is cp tp groups); fewer than
+    # one means the layout does not exist.
+    replicas = np.floor(units / (grid.tp * g.pp * g.cp))
     replicas = np.where(replicas >= 1, replicas, np.nan)
     ttft, tpot, tok_s = perf.ttft_s, perf.tpot_s, perf.replica_output_tok_s
     if bound:
