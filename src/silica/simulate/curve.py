@@ -38,7 +38,8 @@ class LatencyCurve:
     """Per offered rate: p50/p90/p99 of TTFT and time between tokens (ms), with the band's ends.
 
     `points` are `latency_vs_rate`'s dictionaries (throughput, goodput, utilisation as well);
-    `low` and `high` the same sweep on the band's fast and slow step tables, or None without a band.
+    `low` and `high` the same sweep on the band's fast and slow step tables, or None without a band
+    (`series` and `to_dict` give the band as the envelope of the three sweeps, see `_end`).
     `band` is (prefill low, prefill high, decode low, decode high) as factors on the step times.
     """
 
@@ -59,10 +60,24 @@ class LatencyCurve:
         the rates; `end` "low" or "high" reads the band's sweep (None where there is no band)."""
         if metric not in METRICS or percentile not in PERCENTILES:
             raise ValueError(f"unknown series {metric} {percentile}")
-        points = {"value": self.points, "low": self.low, "high": self.high}[end]
-        if points is None:
+        if end == "value":
+            return [_finite(p[metric][percentile]) for p in self.points]
+        if self.low is None or self.high is None:
             return [None] * len(self.points)
-        return [_finite(p[metric][percentile]) for p in points]
+        return [self._end(k, metric, percentile, end) for k in range(len(self.points))]
+
+    def _end(self, k: int, metric: str, percentile: str, end: str) -> float | None:
+        """The band's `end` at point `k`: the lowest (or highest) of the three sweeps. Below the
+        replica's capacity the fast sweep is the low end and the slow one the high end; past it the
+        queue and the scheduler's step boundaries decide a percentile, and a few per cent slower
+        steps can shift it either way, so the band is the envelope of what the model cannot tell
+        apart, never a range that leaves out the central curve."""
+        assert self.low is not None and self.high is not None
+        values = [_finite(p[k][metric][percentile]) for p in (self.low, self.points, self.high)]
+        known = [v for v in values if v is not None]
+        if len(known) < len(values):
+            return None
+        return min(known) if end == "low" else max(known)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the points, each percentile with its band's low and high when there is one."""
@@ -71,8 +86,8 @@ class LatencyCurve:
             point = dict(p)
             if self.low is not None and self.high is not None:
                 for metric in METRICS:
-                    point[f"{metric}_low"] = {q: self.low[k][metric][q] for q in PERCENTILES}
-                    point[f"{metric}_high"] = {q: self.high[k][metric][q] for q in PERCENTILES}
+                    point[f"{metric}_low"] = {q: self._end(k, metric, q, "low") for q in PERCENTILES}
+                    point[f"{metric}_high"] = {q: self._end(k, metric, q, "high") for q in PERCENTILES}
             out.append(point)
         return {
             "deployment": self.deployment,
