@@ -70,6 +70,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from simulate_validation import _closed, _open  # noqa: E402  (the same client code as the serial server)
 
+from silica.simulate.run import QUANTILES  # noqa: E402
+
 DATA = ROOT / "src" / "silica" / "data" / "benchmarks" / "load" / "loopback_vllm_cpu.json"
 # The run recorded before tokens were timed by their chunks (TTFT to the first text): kept to show
 # what that timing did to the tails. And two more token-timed runs of the same experiment: how far
@@ -90,6 +92,8 @@ PROBE_REQUESTS = 8
 LOAD_SHARES = (0.30, 0.55, 0.80)  # of the 8-client closed-loop throughput
 TOLERANCE = {"p50": 0.20, "p90": 0.20, "p99": 0.30}
 SIM_SEEDS = 20
+CI_LEVEL = 0.90  # the measured percentiles' bootstrap confidence interval
+BOOTSTRAP = 2000  # resamples (seeded: the doc tables are reproducible)
 METRICS = ("vllm:request_prefill_time_seconds", "vllm:request_queue_time_seconds")
 
 
@@ -314,6 +318,23 @@ def _front(data: dict[str, Any], table: Any, sizes: list[Any], batches: list[Any
     return Front(base, per_stream, one_client, jitter)
 
 
+def bootstrap_ci(x: Any, *, seed: int = 0) -> list[tuple[float, float]]:
+    """A CI_LEVEL percentile-bootstrap interval for each measured p50/p90/p99: the requests of one
+    rate resampled with replacement BOOTSTRAP times. It says how far the percentile moves with which
+    requests happened to be drawn; not how far the host's speed moves between runs (the repeats)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    rng = np.random.default_rng(seed)
+    draws = np.percentile(
+        x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))], QUANTILES, axis=1, method="inverted_cdf"
+    )
+    a = (1.0 - CI_LEVEL) / 2.0
+    lo, hi = np.quantile(draws, [a, 1.0 - a], axis=1)
+    return [(float(u), float(v)) for u, v in zip(lo, hi, strict=True)]
+
+
 def compare(
     data: dict[str, Any], *, levels: bool = True, noise: bool = True, constant_front: bool = False
 ) -> list[dict[str, Any]]:
@@ -325,7 +346,7 @@ def compare(
     import numpy as np
 
     from silica.simulate import EngineSettings, Requests, simulate
-    from silica.simulate.run import QUANTILES, weighted_percentiles
+    from silica.simulate.run import weighted_percentiles
 
     server = data["server"]
     out = []
@@ -376,6 +397,10 @@ def compare(
                 "tokens_per_event": float(np.sum(rows[:, 2] - 1) / max(sum(gaps), 1)),
                 "ttft": (pct(rows[:, 3] * 1e3), pct(np.concatenate(ttfts))),
                 "tpot": (pct(rows[:, 4] * 1e3), pct(np.concatenate(tpots))),
+                "ci": {
+                    "ttft": bootstrap_ci(rows[:, 3] * 1e3, seed=k),
+                    "tpot": bootstrap_ci(rows[:, 4] * 1e3, seed=k),
+                },
             }
         )
     return out
@@ -438,18 +463,29 @@ def table_text(data: dict[str, Any]) -> str:
         f"step noise CV {cv:.2f} ({SIM_SEEDS} draws pooled per rate)",
         f"tokens per timed stream event: {per_event} (TBT is each request's time per output token after the first, TPOT)",
         "",
-        "rate/s (load)      metric  measured p50/p90/p99 ms   simulated p50/p90/p99 ms  error p50  p90    p99",
+        f"rate/s (load)      metric  measured p50/p90/p99 ms [{100 * CI_LEVEL:.0f}% bootstrap CI]"
+        "              simulated p50/p90/p99  error p50  p90    p99   in CI",
     ]
+    inside = 0
     for r in results:
         errs = errors(r)
         for metric in JUDGED:
             m, sim = r[metric]
+            ci = r["ci"][metric]
             e = [errs[f"{metric} {q}"] for q in ("p50", "p90", "p99")]
+            hit = [lo <= v <= hi for v, (lo, hi) in zip(sim, ci, strict=True)]
+            inside += sum(hit)
             lines.append(
                 f"{r['rate']:5.2f} ({100 * r['share']:.0f}%, n={r['n']:<3}) {metric.upper():<5} "
-                f"{m[0]:7.1f} {m[1]:7.1f} {m[2]:7.1f}   {sim[0]:7.1f} {sim[1]:7.1f} {sim[2]:7.1f}     "
-                f"{100 * e[0]:+5.0f}% {100 * e[1]:+5.0f}% {100 * e[2]:+5.0f}%"
+                + " ".join(f"{v:5.1f} [{lo:5.1f}-{hi:5.1f}]" for v, (lo, hi) in zip(m, ci, strict=True))
+                + f"   {sim[0]:5.1f} {sim[1]:5.1f} {sim[2]:5.1f}  "
+                f"{100 * e[0]:+5.0f}% {100 * e[1]:+5.0f}% {100 * e[2]:+5.0f}%   "
+                + "".join("y" if h else "n" for h in hit)
             )
+    lines.append(
+        f"simulated percentile inside the measured {100 * CI_LEVEL:.0f}% CI: {inside} of {6 * len(results)} "
+        "(p50/p90/p99 as y/n per line; the CI is the sampling spread within this run only)"
+    )
     w = worst(results)
     lines.append(
         f"largest |error|: p50 {100 * w['p50']:.0f}%, p90 {100 * w['p90']:.0f}%, "
@@ -607,7 +643,9 @@ def run_experiment(requests: int, seed: int = 0, *, pin: bool = False) -> dict[s
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=120, help="requests per rate (default 120)")
+    ap.add_argument(
+        "--requests", type=int, default=500, help="requests per rate (default 500: a p99 rests on 5)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pin", action="store_true", help="vLLM on CPU 1, the load generator on CPU 0 (taskset)")
     ap.add_argument("--no-save", action="store_true", help="print only; keep the bundled measurements")
