@@ -28,16 +28,15 @@ import argparse
 import json
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 
 from silica.catalog import load_catalog
-from silica.perf.calibration import INHERITANCE, Calibration, calibration_to_json, load_calibration
+from silica.perf.calibration import INHERITANCE, calibration_to_json, load_calibration
 from silica.perf.stacks import load_stacks
-from silica.validate.benchmarks import METRICS, BenchmarkRow, bundled_files, read_benchmarks
-from silica.validate.fit import _candidate, _fit_units, family_of, fit_prepared, with_bands
+from silica.validate.benchmarks import BenchmarkRow, bundled_files, read_benchmarks
+from silica.validate.fit import _candidate, _fit_units, family_of, fit_prepared, unbanded, with_bands
 from silica.validate.predict import prepare, row_stack, stack_group
 
 
@@ -122,16 +121,7 @@ def main() -> None:
     say(f"full fit: refitting {sorted(affected)}")
     params, counts, stacks = fit_prepared(prepared, catalog, keys=affected, base=shipped.params)
     command = "silica calibrate " + " ".join(names) + f" --out {args.out}"
-    fitted = Calibration(
-        params=params,
-        bands={},
-        fitted_rows=counts,
-        generated_by=command,
-        as_of=date.today().isoformat(),
-        source=f"{len(rows)} rows from {len({r.source for r in rows})} published sources",
-        metrics=tuple(METRICS),
-        fitted_stacks=stacks,
-    )
+    fitted = unbanded(rows, params, counts, stacks, command)
 
     # Leave one source out.
     family = [catalog.chips[r.chip].family if r.chip in catalog.chips else "" for r in rows]

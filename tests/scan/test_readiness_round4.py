@@ -6,19 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silica.scan import ScanReport, scan_code
+from tests.scan.synthetic import locations
+from tests.scan.synthetic import scan_files as _scan
 
-
-def _scan(root: Path, files: dict[str, str], task: str = "training") -> ScanReport:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-    return scan_code(root, task=task)  # type: ignore[arg-type]
+from silica.scan import ScanReport
 
 
 def _where(report: ScanReport, rule: str) -> list[str]:
-    return [f.location for f in report.findings if f.rule == rule]
+    return locations(report, rule)
 
 
 def test_trl_vllm_sglang_and_kernel_dsl_dependencies(tmp_path: Path) -> None:

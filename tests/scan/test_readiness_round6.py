@@ -8,19 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.scan.synthetic import locations
+from tests.scan.synthetic import scan_files as _scan
+
 from silica.scan import ScanReport, scan_code
 
 
-def _scan(root: Path, files: dict[str, str], task: str = "training") -> ScanReport:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-    return scan_code(root, task=task)  # type: ignore[arg-type]
-
-
 def _where(report: ScanReport, rule: str) -> list[str]:
-    return [f.location for f in report.findings if f.rule == rule and f.impact["trainium2"] != "info"]
+    return locations(report, rule, info=False)
 
 
 def test_feature_switches_in_yaml_configs(tmp_path: Path) -> None:

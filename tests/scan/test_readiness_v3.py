@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silica.scan import ScanReport, knowledge, scan_code
+from tests.scan.synthetic import locations
+from tests.scan.synthetic import scan_files as _scan
 
-
-def _scan(root: Path, files: dict[str, str], task: str = "training") -> ScanReport:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-    return scan_code(root, task=task)  # type: ignore[arg-type]
+from silica.scan import ScanReport, knowledge
 
 
 def _where(report: ScanReport, rule: str) -> list[str]:
-    return [f.location for f in report.findings if f.rule == rule]
+    return locations(report, rule)
 
 
 def test_configs_only_folder_that_switches_on_cuda_features_is_not_ready(tmp_path: Path) -> None:

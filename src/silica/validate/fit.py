@@ -40,6 +40,7 @@ __all__ = [
     "fit_calibration",
     "fit_prepared",
     "leave_one_source_out",
+    "unbanded",
     "with_bands",
 ]
 
@@ -678,6 +679,28 @@ def best_published_mfu(
     }
 
 
+def unbanded(
+    rows: Sequence[BenchmarkRow],
+    params: dict[str, FamilyParams],
+    counts: dict[str, int],
+    stacks: dict[str, dict[str, int]],
+    command: str,
+) -> Calibration:
+    """The full fit's parameters as a Calibration without bands yet (`with_bands` adds them from
+    the leave-one-source-out predictions); `scripts/refit_entries.py` builds its partial refit the
+    same way, so both write the same record of what was fitted and by which command."""
+    return Calibration(
+        params=params,
+        bands={},
+        fitted_rows=counts,
+        generated_by=command,
+        as_of=date.today().isoformat(),
+        source=f"{len(rows)} rows from {len({r.source for r in rows})} published sources",
+        metrics=tuple(METRICS),
+        fitted_stacks=stacks,
+    )
+
+
 def fit_calibration(
     rows: Sequence[BenchmarkRow],
     *,
@@ -696,17 +719,7 @@ def fit_calibration(
     if progress is not None:
         progress("all sources")
     params, counts, stacks = fit_prepared(prepared, catalog)
-    sources = sorted({r.source for r in rows})
-    fitted = Calibration(
-        params=params,
-        bands={},
-        fitted_rows=counts,
-        generated_by=command,
-        as_of=date.today().isoformat(),
-        source=f"{len(rows)} rows from {len(sources)} published sources",
-        metrics=tuple(METRICS),
-        fitted_stacks=stacks,
-    )
+    fitted = unbanded(rows, params, counts, stacks, command)
     loso = leave_one_source_out(prepared, catalog, fitted, progress)
     return with_bands(fitted, rows, prepared, loso, catalog)
 
