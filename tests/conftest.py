@@ -44,6 +44,7 @@ SLOW_FILES = frozenset(
         "tests/hostile/test_layers.py",
         "tests/hostile/test_server.py",  # its real-server tests are marked e2e as well
         "tests/hostile/test_ranges.py",
+        "tests/scan/test_corpus.py",  # scans every corpus repository (60+) and its held-out sets
     }
 )
 
@@ -78,6 +79,8 @@ SLOW_TESTS = frozenset(
         "test_8_concurrent_validate_out_to_one_path_all_succeed",
         "test_readme_compare_runs_without_the_optional_extras",
         "test_bad_price_files_are_one_clear_line",
+        "test_quoted_tables_match_the_script",  # docs/simulate.md: the vLLM loopback tables re-scored
+        "test_counter_resets_are_shown",
     }
 )
 
