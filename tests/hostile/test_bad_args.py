@@ -626,6 +626,22 @@ case("serve/log-level-bogus", ["serve", "--log-level", "loud"])
 case("scan/task-bogus", ["scan", "cfg.json", "--task", "cooking"])
 case("scan/output-bogus", ["scan", "cfg.json", "--output", "pdf"])
 
+# --- simulate (request-level) and serving context parallelism, added with issues 25 and 29 ------------
+S = ["simulate", "llama-3.1-8b", "--on", "g6e.xlarge", "--requests", "50"]
+for v in ("0", "-1", "nan", "inf", "abc"):
+    case(f"simulate/rate={v}", [*S, "--rate", v])
+case("simulate/requests-zero", [*S[:-1], "0"])
+case("simulate/html-is-dir", [*S, "--html", "sub"], {"sub": None})
+case("simulate/html-in-missing-dir", [*S, "--html", "no/dir/r.html"])
+case(
+    "simulate/html-over-its-trace",
+    [*S, "--trace", "t.csv", "--html", "t.csv"],
+    {"t.csv": b"arrival_s,input_len,output_len\n0,10,5\n"},
+)
+case("estimate/cp-inference-on-an-engine-without-it", [*E, "--cp", "2", "--engine", "trtllm"])
+case("estimate/cp-inference-zero", [*E, "--cp", "0", "--engine", "vllm"])
+case("estimate/cp-inference-past-a-stage", [*E, "--tp", "8", "--cp", "2", "--engine", "vllm"])
+
 
 @pytest.mark.parametrize(("argv", "files", "outputs"), [pytest.param(a, f, o, id=i) for i, a, f, o in CASES])
 def test_bad_argument(

@@ -172,3 +172,24 @@ def test_inventory_over_one_mib_uploads_as_a_file(client: Any, tmp_path: Path) -
         "/advise", files=files, data=form_token(client, "/advise"), headers=HTML, follow_redirects=False
     )
     assert posted.status_code == 303, posted.text[:500]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("rate=abc", "Requests per second"),
+        ("rate=nan", "rate"),
+        ("rate=-2", "rate"),
+        ("input_len=1.5", "Input tokens"),
+        ("requests=999999999", "requests"),
+        ("on=not-an-instance", "not-an-instance"),
+    ],
+)
+def test_simulate_page_refuses_a_bad_value_in_one_line(client: Any, query: str, field: str) -> None:
+    """The simulate form's values go through the options' reading and the library's ranges: a 4xx page
+    that names the field, never a traceback or a 500."""
+    got = client.get(f"/simulate?model=llama-3.1-8b&{query}")
+    assert 400 <= got.status_code < 500, got.status_code
+    alert = re.search(r'role="alert">(.*?)</div>', got.text, re.S)
+    assert alert is not None and field in alert.group(1)
+    assert "Traceback" not in got.text
